@@ -1,0 +1,36 @@
+# fulmen — every target does its own set-up through `make install` (idempotent).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip --disable-pip-version-check
+DISTS  := core accelerators strategies precision environments
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test lint bench clean
+
+install: $(STAMP)
+
+$(STAMP): constraints.txt requirements-dev.txt $(foreach d,$(DISTS),$(d)/pyproject.toml)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	# The CPU build of torch first: with no torch present a looser requirement would pull CUDA wheels.
+	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q -c constraints.txt torch
+	$(PIP) install -q -c constraints.txt -r requirements-dev.txt $(foreach d,$(DISTS),-e ./$(d))
+	touch $(STAMP)
+
+demo: install
+	$(PY) -m fulmen plugins
+	$(PY) docs/examples/compose_demo.py
+
+test: install
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q
+
+lint: install
+	$(PY) -m ruff check .
+	$(PY) -m mypy core/src accelerators/src strategies/src precision/src environments/src
+
+bench: install
+	@for f in tests/benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -1,0 +1,44 @@
+"""CPU accelerator: ``devices`` is a number of processes, not a list of devices."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+
+from fulmen import Accelerator, ConfigurationError
+
+
+class CPUAccelerator(Accelerator):
+    """Runs on the CPU. ``devices=k`` starts k processes (with a distributed strategy)."""
+
+    name = "cpu"
+    device_type = "cpu"
+
+    @classmethod
+    def is_available(cls) -> bool:
+        return True
+
+    @classmethod
+    def auto_device_count(cls) -> int:
+        return 1
+
+    @classmethod
+    def parse_devices(cls, devices: Any) -> list[int]:
+        """``"auto"`` → 1 process; a positive int or digit string → that many processes."""
+        count: Any = devices
+        if isinstance(devices, str):
+            text = devices.strip().lower()
+            count = 1 if text == "auto" else int(text) if text.isdigit() else None
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ConfigurationError(
+                f"devices={devices!r} is not valid for accelerator 'cpu': on the CPU, devices is "
+                "the number of processes to run. Valid: a positive int (2), a string count ('2') "
+                f"or 'auto' (1). This machine has {os.cpu_count()} cores."
+            )
+        return list(range(count))
+
+    @classmethod
+    def get_parallel_devices(cls, device_ids: list[int]) -> list[torch.device]:
+        return [torch.device("cpu")] * len(device_ids)

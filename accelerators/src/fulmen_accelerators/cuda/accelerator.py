@@ -1,0 +1,41 @@
+"""CUDA accelerator: NVIDIA GPUs. ``devices`` follows the table of the GPU guide."""
+
+from __future__ import annotations
+
+import torch
+
+from fulmen import Accelerator
+
+
+class CUDAAccelerator(Accelerator):
+    """One process per GPU (with a distributed strategy); the current device is set per process."""
+
+    name = "cuda"
+    device_type = "cuda"
+
+    @classmethod
+    def is_available(cls) -> bool:
+        return cls.auto_device_count() > 0
+
+    @classmethod
+    def auto_device_count(cls) -> int:
+        # device_count() uses NVML where it can and does not initialise CUDA (fork stays safe).
+        return torch.cuda.device_count()
+
+    @classmethod
+    def availability_note(cls) -> str:
+        if torch.version.cuda is None:
+            return f"torch {torch.__version__} is a CPU-only build"
+        return f"torch.cuda.device_count() is 0 (CUDA_VISIBLE_DEVICES={_visible()!r})"
+
+    def setup_device(self, device: torch.device) -> None:
+        torch.cuda.set_device(device)
+
+    def teardown(self) -> None:
+        torch.cuda.empty_cache()
+
+
+def _visible() -> str | None:
+    import os
+
+    return os.environ.get("CUDA_VISIBLE_DEVICES")

@@ -1,0 +1,77 @@
+"""fulmen: hardware-agnostic PyTorch training on a minimal pluggy kernel.
+
+``import fulmen`` is cheap: it imports neither torch nor any plugin. Every public name below is
+imported on first access (PEP 562).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    "Trainer": "fulmen.trainer",
+    "Lite": "fulmen.lite",
+    "hookimpl": "fulmen.hookspecs",
+    "hookspec": "fulmen.hookspecs",
+    "Accelerator": "fulmen.api",
+    "Strategy": "fulmen.api",
+    "Precision": "fulmen.api",
+    "ClusterEnvironment": "fulmen.api",
+    "Launcher": "fulmen.api",
+    "CheckpointIO": "fulmen.api",
+    "AcceleratorSpec": "fulmen.records",
+    "StrategySpec": "fulmen.records",
+    "PrecisionSpec": "fulmen.records",
+    "EnvironmentSpec": "fulmen.records",
+    "FulmenError": "fulmen.errors",
+    "ConfigurationError": "fulmen.errors",
+    "PluginError": "fulmen.errors",
+    "PluginWarning": "fulmen.errors",
+    "FulmenDeprecationWarning": "fulmen.errors",
+    "Selection": "fulmen.compose",
+    "compose": "fulmen.compose",
+    "get_plugin_manager": "fulmen.manager",
+    "reload_plugins": "fulmen.manager",
+}
+
+__all__ = [*_EXPORTS, "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fulmen' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:
+    from fulmen.api import (
+        Accelerator,
+        CheckpointIO,
+        ClusterEnvironment,
+        Launcher,
+        Precision,
+        Strategy,
+    )
+    from fulmen.compose import Selection, compose
+    from fulmen.errors import (
+        ConfigurationError,
+        FulmenDeprecationWarning,
+        FulmenError,
+        PluginError,
+        PluginWarning,
+    )
+    from fulmen.hookspecs import hookimpl, hookspec
+    from fulmen.lite import Lite
+    from fulmen.manager import get_plugin_manager, reload_plugins
+    from fulmen.records import AcceleratorSpec, EnvironmentSpec, PrecisionSpec, StrategySpec
+    from fulmen.trainer import Trainer

@@ -1,0 +1,11 @@
+"""Base classes that plugins implement. The user-facing framework is written only against these."""
+
+from fulmen.api.accelerator import Accelerator
+from fulmen.api.checkpoint_io import CheckpointIO, TorchCheckpointIO
+from fulmen.api.environment import ClusterEnvironment
+from fulmen.api.launcher import Launcher
+from fulmen.api.precision import Precision
+from fulmen.api.strategy import Strategy
+
+__all__ = ["Accelerator", "CheckpointIO", "ClusterEnvironment", "Launcher", "Precision",
+           "Strategy", "TorchCheckpointIO"]

@@ -1,0 +1,82 @@
+"""``CheckpointIO``: how checkpoint dictionaries reach storage and come back."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+from fulmen.api.naming import Named
+from fulmen.errors import ConfigurationError
+
+PathLike = str | os.PathLike[str]
+
+
+class CheckpointIO(Named, ABC):
+    """Pass an instance in ``Trainer(plugins=[...])`` to store checkpoints your way."""
+
+    @abstractmethod
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: PathLike,
+                        storage_options: Any | None = None) -> None:
+        """Write ``checkpoint`` to ``path``."""
+
+    @abstractmethod
+    def load_checkpoint(self, path: PathLike, map_location: Any | None = None,
+                        weights_only: bool = True) -> dict[str, Any]:
+        """Read the dictionary written by ``save_checkpoint``."""
+
+    @abstractmethod
+    def remove_checkpoint(self, path: PathLike) -> None:
+        """Delete a checkpoint written by ``save_checkpoint``."""
+
+    def teardown(self) -> None:
+        """Release resources (open handles, thread pools)."""
+
+
+class TorchCheckpointIO(CheckpointIO):
+    """``torch.save`` to a temporary file in the target folder, then an atomic rename."""
+
+    name = "torch"
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: PathLike,
+                        storage_options: Any | None = None) -> None:
+        import torch
+
+        if storage_options is not None:
+            raise ConfigurationError(f"TorchCheckpointIO.save_checkpoint got storage_options="
+                                     f"{storage_options!r}; it takes none. Pass your own "
+                                     "CheckpointIO in plugins=[...] to use storage options.")
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                torch.save(checkpoint, handle)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def load_checkpoint(self, path: PathLike, map_location: Any | None = None,
+                        weights_only: bool = True) -> dict[str, Any]:
+        import pickle
+
+        import torch
+
+        if not Path(path).is_file():
+            raise ConfigurationError(f"checkpoint path {str(path)!r} does not exist or is not a "
+                                     "file")
+        try:
+            return torch.load(path, map_location=map_location, weights_only=weights_only)
+        except pickle.UnpicklingError as exc:
+            if not weights_only:
+                raise
+            raise ConfigurationError(
+                f"checkpoint {str(path)!r} holds objects that weights-only loading refuses "
+                f"({exc}). If you trust the file, load it with weights_only=False."
+            ) from exc
+
+    def remove_checkpoint(self, path: PathLike) -> None:
+        Path(path).unlink(missing_ok=True)

@@ -1,0 +1,67 @@
+"""``ClusterEnvironment``: what a user implements to run fulmen under their own scheduler."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from fulmen.api.naming import Named
+
+
+class ClusterEnvironment(Named, ABC):
+    """Tells fulmen how processes are laid out on a cluster.
+
+    Implement the abstract members; ``validate_settings`` and ``teardown`` are optional. Pass an
+    instance with ``Trainer(plugins=[MyCluster()])`` or ship it as a plugin (``EnvironmentSpec`` +
+    the ``fulmen_detect_environment`` hook).
+    """
+
+    @property
+    @abstractmethod
+    def creates_processes_externally(self) -> bool:
+        """True when the cluster started every process (fulmen then launches none)."""
+
+    @property
+    @abstractmethod
+    def main_address(self) -> str:
+        """Address of the rank-0 process, for the rendezvous."""
+
+    @property
+    @abstractmethod
+    def main_port(self) -> int:
+        """Port of the rendezvous on ``main_address``."""
+
+    @staticmethod
+    @abstractmethod
+    def detect() -> bool:
+        """Whether this process runs under this environment. Reads the environment only."""
+
+    @abstractmethod
+    def world_size(self) -> int:
+        """Total number of processes."""
+
+    @abstractmethod
+    def set_world_size(self, size: int) -> None:
+        """Called by the strategy with the world size it computed; may be ignored."""
+
+    @abstractmethod
+    def global_rank(self) -> int:
+        """Rank of this process among all processes."""
+
+    @abstractmethod
+    def set_global_rank(self, rank: int) -> None:
+        """Called by the strategy with the rank it computed; may be ignored."""
+
+    @abstractmethod
+    def local_rank(self) -> int:
+        """Rank of this process on its node."""
+
+    @abstractmethod
+    def node_rank(self) -> int:
+        """Rank of this node."""
+
+    def validate_settings(self, num_devices: int, num_nodes: int) -> None:
+        """Raise ``fulmen.ConfigurationError`` when ``devices``/``num_nodes`` disagree with the
+        cluster (name both sides)."""
+
+    def teardown(self) -> None:
+        """Clean up what the environment set (environment variables...) after training."""

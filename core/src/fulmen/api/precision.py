@@ -1,0 +1,66 @@
+"""``Precision``: numeric format of parameters, inputs and the backward/step path.
+
+The base class is full 32-bit precision and does nothing special; subclasses override what they
+change. The strategy calls these around the user's code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from fulmen.api.naming import Named
+
+if TYPE_CHECKING:
+    import torch
+
+
+class Precision(Named):
+    """32-bit float precision; the base every precision backend extends."""
+
+    device_type: str = "cpu"
+
+    def connect(self, device_type: str) -> None:
+        """Called once composition knows the accelerator's torch device type."""
+        self.device_type = device_type
+
+    def convert_module(self, module: torch.nn.Module) -> torch.nn.Module:
+        """Cast parameters and buffers as this precision requires."""
+        return module
+
+    def convert_input(self, data: Any) -> Any:
+        """Cast floating-point tensors of a batch as this precision requires."""
+        return data
+
+    def convert_output(self, data: Any) -> Any:
+        """Cast outputs back to the default float type where the precision changed them."""
+        return data
+
+    @contextlib.contextmanager
+    def forward_context(self) -> Iterator[None]:
+        """Context around forward / *_step calls (autocast for mixed precision)."""
+        yield
+
+    def autocast(self) -> contextlib.AbstractContextManager[None]:
+        """Alias of ``forward_context`` for users of ``Lite.autocast()``."""
+        return self.forward_context()
+
+    def backward(self, tensor: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        """Run backward on the (possibly scaled) loss."""
+        tensor.backward(*args, **kwargs)
+
+    def unscale_gradients(self, optimizer: torch.optim.Optimizer) -> None:
+        """Undo loss scaling on the gradients before they are clipped or inspected."""
+
+    def optimizer_step(self, optimizer: torch.optim.Optimizer,
+                       closure: Callable[[], Any] | None = None) -> Any:
+        """Step the optimizer (skipping it when scaled gradients overflowed)."""
+        return optimizer.step(closure) if closure is not None else optimizer.step()
+
+    def state_dict(self) -> dict[str, Any]:
+        """State to put in checkpoints (a loss scaler's)."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` returned."""

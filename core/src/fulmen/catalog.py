@@ -1,0 +1,134 @@
+"""Name and alias → record, per kind, with errors that say what would work."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fulmen.errors import ConfigurationError, PluginError, did_you_mean, format_choices
+from fulmen.known_plugins import KNOWN
+from fulmen.manager import ACTIVE, DISABLED, PluginInfo
+from fulmen.records import Spec
+
+KINDS = ("accelerator", "strategy", "precision", "environment")
+PLURAL = {"accelerator": "accelerators", "strategy": "strategies", "precision": "precisions",
+          "environment": "environments"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A record and the plugin that provided it."""
+
+    record: Any  # a Spec subclass
+    plugin: PluginInfo
+
+    @property
+    def name(self) -> str:
+        return str(self.record.name)
+
+
+class Catalog:
+    """Registered names per kind. A name or alias given by two plugins is a ``PluginError``."""
+
+    def __init__(self, records: Mapping[str, Iterable[tuple[PluginInfo, Spec]]],
+                 plugins: Mapping[str, PluginInfo]) -> None:
+        self.plugins = plugins
+        self._entries: dict[str, list[Entry]] = {k: [] for k in KINDS}
+        self._index: dict[str, dict[str, Entry]] = {k: {} for k in KINDS}
+        clashes: list[str] = []
+        for kind, pairs in records.items():
+            for info, record in pairs:
+                entry = Entry(record, info)
+                for name in record.names:
+                    other = self._index[kind].get(name)
+                    if other is not None:
+                        clashes.append(
+                            f"{kind} name {name!r} is registered twice: by {other.plugin.describe()}"
+                            f" and by {info.describe()}; disable one with "
+                            f"FULMEN_DISABLE_PLUGINS={info.name} (or {other.plugin.name})"
+                        )
+                        continue
+                    self._index[kind][name] = entry
+                self._entries[kind].append(entry)
+                info.provides.setdefault(kind, []).append(record.name)
+        if clashes:
+            raise PluginError("conflicting plugin names:\n  - " + "\n  - ".join(clashes))
+        for entries in self._entries.values():
+            entries.sort(key=lambda e: e.name)
+
+    def entries(self, kind: str) -> list[Entry]:
+        """Every entry of a kind, sorted by canonical name."""
+        return list(self._entries[kind])
+
+    def names(self, kind: str) -> list[str]:
+        """Canonical names of a kind, sorted."""
+        return [e.name for e in self._entries[kind]]
+
+    def find(self, kind: str, name: object) -> Entry | None:
+        """The entry a name or alias selects, or None. Ints are looked up as text (16 → '16')."""
+        if isinstance(name, bool) or not isinstance(name, str | int):
+            return None
+        return self._index[kind].get(str(name).strip().lower())
+
+    def is_deprecated_alias(self, entry: Entry, given: object) -> bool:
+        return str(given).strip().lower() in entry.record.deprecated_aliases
+
+    def find_for_instance(self, kind: str, instance: object) -> Entry | None:
+        """The record behind an instance: by its ``name``, else by its class (or a base class)."""
+        paths = {f"{c.__module__}:{c.__qualname__}" for c in type(instance).__mro__}
+        entry = self.find(kind, getattr(instance, "name", None))
+        if entry is not None and entry.record.target_path in paths:
+            return entry
+        for cls in type(instance).__mro__:
+            path = f"{cls.__module__}:{cls.__qualname__}"
+            for candidate in self._entries[kind]:
+                if candidate.record.target_path == path and not candidate.record.init_kwargs:
+                    return candidate
+        return None
+
+    def select(self, kind: str, given: object, argument: str | None = None) -> Entry:
+        """The entry for ``given`` or an error that echoes it, says why, and lists what exists."""
+        entry = self.find(kind, given)
+        if entry is not None:
+            return entry
+        raise self.unknown(kind, given, argument)
+
+    def unknown(self, kind: str, given: object, argument: str | None = None) -> Exception:
+        """The error for a name no active plugin registers (disabled, failed, not installed...)."""
+        label = f"{argument or kind}={given!r}"
+        names = [n for n in self._index[kind]]
+        provider = KNOWN.get(kind, {}).get(str(given).strip().lower())
+        info = self.plugins.get(provider.entry_point) if provider else None
+        if info is None and isinstance(given, str):
+            info = self.plugins.get(given.strip().lower())
+            info = info if info is not None and info.status != ACTIVE else None
+        if info is not None and info.status == DISABLED:
+            return ConfigurationError(
+                f"{label}: the {kind} is provided by {info.describe()}, which is {info.reason}. "
+                f"Enable that plugin, or choose one of: {format_choices(self.names(kind))}."
+            )
+        if info is not None and info.status != ACTIVE:
+            return PluginError(
+                f"{label}: the {kind} is provided by {info.describe()}, which failed: "
+                f"{info.reason}. Available {PLURAL[kind]}: {format_choices(self.names(kind))}."
+            )
+        hint = did_you_mean(str(given), self.names(kind)) or did_you_mean(str(given), names)
+        if provider is not None and not hint:
+            return ConfigurationError(
+                f"{label}: no installed plugin registers this {kind}; it comes with the "
+                f"{provider.distribution!r} distribution ({provider.install}). "
+                f"Available {PLURAL[kind]}: {format_choices(self.names(kind))}."
+            )
+        inactive = [i for i in self.plugins.values() if i.status != ACTIVE]
+        note = (" Plugins not loaded, which might provide it: "
+                + ", ".join(f"{i.name!r} ({i.status})" for i in inactive) + "."
+                if inactive else "")
+        return ConfigurationError(
+            f"{label} is not a registered {kind} name.{hint} Available {PLURAL[kind]}: "
+            f"{format_choices(self.names(kind))}.{note}"
+        )
+
+    def matching(self, kind: str, keep: Callable[[Any], bool]) -> list[str]:
+        """Canonical names of ``kind`` whose record passes ``keep``."""
+        return [e.name for e in self._entries[kind] if keep(e.record)]

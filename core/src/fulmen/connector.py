@@ -1,0 +1,85 @@
+"""What Trainer and Lite share: turning their arguments into a Selection, and reporting it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from fulmen.compose import Selection, compose
+from fulmen.legacy import translate_selection
+from fulmen.manager import get_plugin_manager
+
+if TYPE_CHECKING:
+    from fulmen.api import Accelerator, ClusterEnvironment, Launcher, Precision, Strategy
+
+
+def select(owner: str, *, accelerator: Any, strategy: Any, devices: Any, num_nodes: Any,
+           precision: Any, plugins: Sequence[Any] | Any | None, gpus: Any = None,
+           tpu_cores: Any = None) -> Selection:
+    """Translate legacy spellings, then compose."""
+    catalog = get_plugin_manager().catalog()
+    accelerator, strategy, devices = translate_selection(
+        owner, catalog, accelerator=accelerator, strategy=strategy, devices=devices, gpus=gpus,
+        tpu_cores=tpu_cores)
+    if plugins is not None and not isinstance(plugins, list | tuple):
+        plugins = [plugins]
+    return compose(accelerator=accelerator, strategy=strategy, devices=devices,
+                   num_nodes=num_nodes, precision=precision, plugins=plugins)
+
+
+class SelectionReport:
+    """Read-only view of the composed selection (``trainer.strategy``, ``trainer.world_size``...)."""
+
+    _selection: Selection
+
+    @property
+    def strategy(self) -> Strategy:
+        return self._selection.strategy
+
+    @property
+    def accelerator(self) -> Accelerator:
+        return self._selection.accelerator
+
+    @property
+    def precision_plugin(self) -> Precision:
+        return self._selection.precision
+
+    @property
+    def cluster_environment(self) -> ClusterEnvironment:
+        return self._selection.environment
+
+    @property
+    def launcher(self) -> Launcher | None:
+        return self._selection.launcher
+
+    @property
+    def num_devices(self) -> int:
+        return self._selection.num_devices
+
+    @property
+    def device_ids(self) -> list[int]:
+        return list(self._selection.device_ids)
+
+    @property
+    def num_nodes(self) -> int:
+        return self._selection.num_nodes
+
+    @property
+    def world_size(self) -> int:
+        return self.strategy.world_size
+
+    @property
+    def global_rank(self) -> int:
+        return self.strategy.global_rank
+
+    @property
+    def local_rank(self) -> int:
+        return self.strategy.local_rank
+
+    @property
+    def node_rank(self) -> int:
+        return self.strategy.node_rank
+
+    @property
+    def is_global_zero(self) -> bool:
+        return self.strategy.is_global_zero

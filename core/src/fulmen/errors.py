@@ -1,0 +1,44 @@
+"""One exception tree for everything fulmen raises on purpose.
+
+``FulmenError`` is the root. A mistake in what a user asked for is a ``ConfigurationError`` (also a
+``ValueError``, so ``except ValueError`` keeps working); a broken or clashing plugin is a
+``PluginError``. Warnings about plugins are ``PluginWarning``; deprecated spellings warn with
+``FulmenDeprecationWarning``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class FulmenError(Exception):
+    """Root of every error fulmen raises on purpose."""
+
+
+class ConfigurationError(FulmenError, ValueError):
+    """What the user asked for cannot work: the message says what was given, why, and what would."""
+
+
+class PluginError(FulmenError):
+    """A plugin is broken, clashes with another one, or was disabled or failed when it was needed."""
+
+
+class PluginWarning(UserWarning):
+    """A plugin was isolated (failed to import or to answer a hook) or a plugin setting is odd."""
+
+
+class FulmenDeprecationWarning(DeprecationWarning):
+    """A legacy spelling was used; the message shows the current one."""
+
+
+def did_you_mean(given: str, choices: Iterable[str]) -> str:
+    """``" Did you mean 'ddp'?"`` for the closest choice, or ``""`` when nothing is close."""
+    close = difflib.get_close_matches(given.lower(), [str(c).lower() for c in choices], n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def format_choices(choices: Iterable[str]) -> str:
+    """Sorted, quoted, comma-separated choices (``'cpu', 'cuda'``) or ``(none)``."""
+    items = sorted({str(c) for c in choices})
+    return ", ".join(repr(c) for c in items) if items else "(none)"

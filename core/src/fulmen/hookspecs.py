@@ -1,0 +1,244 @@
+"""Hook specifications: the contract between the fulmen kernel and its plugins.
+
+A plugin is a module (or any object) with functions marked ``@fulmen.hookimpl`` whose names match
+the hooks below. It is registered through the ``fulmen.plugins`` entry-point group; the entry-point
+name is its identity (``fulmen plugins`` lists it, ``FULMEN_DISABLE_PLUGINS`` blocks it)::
+
+    # pyproject.toml of a plugin distribution
+    [project.entry-points."fulmen.plugins"]
+    my_strategy = "my_package.my_strategy"     # a module holding the hook implementations
+
+An implementation may accept any subset of a hook's parameters. Two kinds of hook exist:
+
+* **collect** hooks are called on every plugin and each result is kept. The kernel calls each
+  plugin separately, so one plugin that raises is isolated (a ``PluginWarning`` naming it, or a
+  ``PluginError`` under ``FULMEN_STRICT_PLUGINS=1``) and the others still count.
+* **first result** hooks are called in pluggy's order (``tryfirst`` implementations first,
+  ``trylast`` ones last, otherwise the most recently registered first) and stop at the first
+  result that is not ``None``.
+
+Plugins declare data; the kernel decides. The collect hooks yield records whose targets are
+imported only when a user selects them, so listing plugins never imports a plugin's classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from fulmen.compose import Selection
+    from fulmen.records import AcceleratorSpec, EnvironmentSpec, PrecisionSpec, StrategySpec
+
+PROJECT = "fulmen"
+ENTRY_POINT_GROUP = "fulmen.plugins"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+# --------------------------------------------------------------------------- collect hooks
+
+
+@hookspec
+def fulmen_accelerators() -> Iterable[AcceleratorSpec]:
+    """Declare the accelerators this plugin provides.
+
+    Called once per process when plugins are first needed (a ``Trainer``, a ``Lite``,
+    ``fulmen plugins``). Must not import the target classes or anything heavy.
+
+    :return: an iterable of :class:`fulmen.AcceleratorSpec` (a generator is fine). Every name and
+        alias must be unique across all plugins; a clash is a ``PluginError`` naming both plugins.
+
+    Example::
+
+        from fulmen import AcceleratorSpec, hookimpl
+
+        @hookimpl
+        def fulmen_accelerators():
+            yield AcceleratorSpec(
+                name="npu",
+                target="my_npu.accelerator:NPUAccelerator",
+                device_type="npu",
+                description="Ascend NPUs through torch_npu",
+            )
+    """
+
+
+@hookspec
+def fulmen_strategies() -> Iterable[StrategySpec]:
+    """Declare the distributed strategies this plugin provides.
+
+    One class may back several names through ``init_kwargs``. Compatibility facts
+    (``accelerators``, ``precisions``, ``max_devices``, ``multi_node``, ``interactive``) are checked
+    by composition, and an incompatible selection names the strategies that would work.
+
+    :return: an iterable of :class:`fulmen.StrategySpec`.
+
+    Example::
+
+        from fulmen import StrategySpec, hookimpl
+
+        @hookimpl
+        def fulmen_strategies():
+            for name, kwargs in {"my_ddp": {}, "my_ddp_static": {"static_graph": True}}.items():
+                yield StrategySpec(
+                    name=name,
+                    target="my_package.strategy:MyDDPStrategy",
+                    init_kwargs=kwargs,
+                    accelerators=["cpu", "cuda"],
+                    launcher="my_package.launcher:MyLauncher",
+                    description="DDP with my tweaks",
+                )
+    """
+
+
+@hookspec
+def fulmen_precisions() -> Iterable[PrecisionSpec]:
+    """Declare the precision backends this plugin provides.
+
+    ``deprecated_aliases`` are legacy names (``16`` for ``"16-mixed"``) accepted with a warning
+    that shows the canonical name; integer precisions given by users are matched as strings.
+
+    :return: an iterable of :class:`fulmen.PrecisionSpec`.
+
+    Example::
+
+        from fulmen import PrecisionSpec, hookimpl
+
+        @hookimpl
+        def fulmen_precisions():
+            yield PrecisionSpec(
+                name="fp8-mixed",
+                target="my_fp8.precision:FP8Precision",
+                accelerators=["cuda"],
+                description="FP8 matmuls through transformer-engine",
+            )
+    """
+
+
+@hookspec
+def fulmen_environments() -> Iterable[EnvironmentSpec]:
+    """Declare the cluster environments this plugin provides.
+
+    A declared environment can be selected by name (``plugins=["my_cluster"]``). To be picked
+    automatically, also implement :func:`fulmen_detect_environment`.
+
+    :return: an iterable of :class:`fulmen.EnvironmentSpec`.
+
+    Example::
+
+        from fulmen import EnvironmentSpec, hookimpl
+
+        @hookimpl
+        def fulmen_environments():
+            yield EnvironmentSpec(
+                name="my_cluster",
+                target="my_cluster.environment:MyClusterEnvironment",
+                description="our in-house scheduler",
+            )
+    """
+
+
+@hookspec
+def fulmen_check_selection(selection: Selection) -> Iterable[str] | str | None:
+    """Object to a composed selection this plugin cannot run.
+
+    Called on every plugin after composition resolved every argument. Each message should say
+    what cannot work and what would. All messages from all plugins (and composition's own checks)
+    are raised together in one ``ConfigurationError``.
+
+    :param selection: the :class:`fulmen.compose.Selection` (accelerator, strategy, precision,
+        environment instances, ``device_ids``, ``num_nodes``, ``interactive``).
+    :return: a message, an iterable of messages, or ``None`` when there is nothing to object to.
+
+    Example::
+
+        from fulmen import hookimpl
+
+        @hookimpl
+        def fulmen_check_selection(selection):
+            if selection.strategy.name == "my_ddp" and selection.num_nodes > 4:
+                yield (f"strategy 'my_ddp' runs on at most 4 nodes, num_nodes={selection.num_nodes}"
+                       " was given; use strategy='ddp' for more")
+    """
+
+
+# --------------------------------------------------------------------------- first-result hooks
+
+
+@hookspec(firstresult=True)
+def fulmen_detect_environment(environ: Mapping[str, str]) -> str | None:
+    """Name the cluster environment this process runs under, or return ``None``.
+
+    Read ``environ`` only: no imports with side effects, no network, no files. Use
+    ``@hookimpl(tryfirst=True)`` for specific schedulers and ``trylast`` for catch-alls; the
+    built-in ``local`` environment answers last. A user's own ``ClusterEnvironment`` passed in
+    ``plugins=[...]`` or a name in ``plugins=["slurm"]`` skips detection.
+
+    :param environ: the process environment (``os.environ``, or a dict in tests).
+    :return: a registered environment name. Stops at the first non-None result.
+
+    Example::
+
+        from fulmen import hookimpl
+
+        @hookimpl(tryfirst=True)
+        def fulmen_detect_environment(environ):
+            if "MYSCHED_JOB_ID" in environ and "MYSCHED_RANK" in environ:
+                return "my_cluster"
+            return None
+    """
+
+
+@hookspec(firstresult=True)
+def fulmen_detect_accelerator() -> str | None:
+    """Name the best accelerator available on this machine, for ``accelerator="auto"``.
+
+    Answer only for your own hardware; return ``None`` when it is absent. ``cpu`` answers last.
+
+    :return: a registered accelerator name. Stops at the first non-None result.
+
+    Example::
+
+        from fulmen import hookimpl
+
+        @hookimpl(tryfirst=True)
+        def fulmen_detect_accelerator():
+            import importlib.util
+            return "npu" if importlib.util.find_spec("torch_npu") else None
+    """
+
+
+@hookspec(firstresult=True)
+def fulmen_default_strategy(
+    accelerator: str, num_devices: int, num_nodes: int, interactive: bool
+) -> str | None:
+    """Name the strategy ``strategy="auto"`` should use.
+
+    :param accelerator: canonical name of the selected accelerator.
+    :param num_devices: devices per node after parsing ``devices``.
+    :param num_nodes: number of nodes.
+    :param interactive: True in a notebook or REPL, where re-launching the script cannot work.
+    :return: a registered strategy name. Stops at the first non-None result.
+
+    Example::
+
+        from fulmen import hookimpl
+
+        @hookimpl
+        def fulmen_default_strategy(accelerator, num_devices, num_nodes, interactive):
+            if accelerator == "npu" and num_devices > 1:
+                return "my_ddp"
+            return None
+    """
+
+
+HOOK_KINDS: dict[str, str] = {
+    "accelerator": "fulmen_accelerators",
+    "strategy": "fulmen_strategies",
+    "precision": "fulmen_precisions",
+    "environment": "fulmen_environments",
+}

@@ -1,0 +1,303 @@
+"""The plugin manager: finds, filters, loads and isolates plugins.
+
+Plugins are the entry points of the ``fulmen.plugins`` group, loaded in a deterministic order
+(entry-point name, then distribution). Settings, read when plugins are first needed:
+
+``FULMEN_DISABLE_PLUGINS=a,b``  block these entry points before they are imported.
+``FULMEN_PLUGIN_AUTOLOAD=0``    load only the entry points named in ``FULMEN_PLUGINS=a,b``.
+``FULMEN_STRICT_PLUGINS=1``     a plugin that fails to import or to answer a hook is an error
+                                (``PluginError``) instead of a ``PluginWarning``.
+
+Discovery is lazy and cached per process; a forked child rediscovers on first use.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+import os
+import threading
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from fulmen import hookspecs
+from fulmen.errors import PluginError, PluginWarning, did_you_mean, format_choices
+from fulmen.hookspecs import ENTRY_POINT_GROUP, HOOK_KINDS, PROJECT
+
+if TYPE_CHECKING:
+    from fulmen.catalog import Catalog
+
+ACTIVE, DISABLED, FAILED = "active", "disabled", "failed"
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass
+class PluginInfo:
+    """What fulmen knows about one plugin; its ``name`` is the entry-point name."""
+
+    name: str
+    value: str
+    distribution: str | None = None
+    version: str | None = None
+    status: str = ACTIVE
+    reason: str = ""
+    provides: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def origin(self) -> str:
+        """``"fulmen-strategies 0.1.0"``, or how the plugin got here when no distribution has it."""
+        if self.distribution:
+            return f"{self.distribution} {self.version or '?'}"
+        return "registered at runtime"
+
+    def describe(self) -> str:
+        return f"plugin {self.name!r} ({self.origin})"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The plugin settings read from the environment."""
+
+    disabled: tuple[str, ...] = ()
+    autoload: bool = True
+    selected: tuple[str, ...] = ()
+    strict: bool = False
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> Settings:
+        def names(var: str) -> tuple[str, ...]:
+            return tuple(n.strip() for n in environ.get(var, "").split(",") if n.strip())
+
+        def flag(var: str, default: bool) -> bool:
+            raw = environ.get(var, "").strip().lower()
+            if not raw:
+                return default
+            if raw in _TRUE | _FALSE:
+                return raw in _TRUE
+            warnings.warn(f"{var}={environ[var]!r} is not a boolean; use 1 or 0. "
+                          f"Keeping the default ({int(default)}).", PluginWarning, stacklevel=4)
+            return default
+
+        return cls(
+            disabled=names("FULMEN_DISABLE_PLUGINS"),
+            autoload=flag("FULMEN_PLUGIN_AUTOLOAD", True),
+            selected=names("FULMEN_PLUGINS"),
+            strict=flag("FULMEN_STRICT_PLUGINS", False),
+        )
+
+
+class PluginManager:
+    """fulmen's view of its plugins on top of a ``pluggy.PluginManager``."""
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self.settings = Settings.from_environ(os.environ if environ is None else environ)
+        self.pm = pluggy.PluginManager(PROJECT)
+        self.pm.add_hookspecs(hookspecs)
+        self.plugins: dict[str, PluginInfo] = {}
+        self.problems: list[str] = []
+        self._catalog: Catalog | None = None
+
+    # ------------------------------------------------------------------ loading
+
+    def load_entry_points(self) -> None:
+        """Find, filter and load every entry point of the ``fulmen.plugins`` group."""
+        found = sorted(metadata.entry_points(group=ENTRY_POINT_GROUP),
+                       key=lambda ep: (ep.name, _dist_name(ep) or ""))
+        infos: list[tuple[PluginInfo, metadata.EntryPoint]] = []
+        for ep in found:
+            info = PluginInfo(ep.name, ep.value, _dist_name(ep), _dist_version(ep))
+            other = next((i for i, _ in infos if i.name == ep.name), None)
+            if other is not None:
+                self.problems.append(
+                    f"two distributions register the plugin name {ep.name!r}: {other.origin} "
+                    f"({other.value}) and {info.origin} ({info.value}); uninstall one of them"
+                )
+                continue
+            infos.append((info, ep))
+        self._check_names_in_settings([i.name for i, _ in infos])
+        for info, ep in infos:
+            self.plugins[info.name] = info
+            if info.name in self.settings.disabled:
+                info.status, info.reason = DISABLED, "disabled by FULMEN_DISABLE_PLUGINS"
+            elif not self.settings.autoload and info.name not in self.settings.selected:
+                info.status = DISABLED
+                info.reason = "not named in FULMEN_PLUGINS while FULMEN_PLUGIN_AUTOLOAD=0"
+            else:
+                self._load(info, ep.load)
+
+    def _check_names_in_settings(self, known: list[str]) -> None:
+        for var, names in (("FULMEN_DISABLE_PLUGINS", self.settings.disabled),
+                           ("FULMEN_PLUGINS", self.settings.selected)):
+            for name in names:
+                if name not in known:
+                    self._complain(f"{var} names {name!r}, which is not an installed plugin."
+                                   f"{did_you_mean(name, known)} Installed plugins: "
+                                   f"{format_choices(known)}.")
+
+    def _load(self, info: PluginInfo, loader: Callable[[], Any]) -> None:
+        try:
+            plugin = loader()
+        except Exception as exc:  # an import error must not take the other plugins down
+            self._fail(info, f"failed to import {info.value!r}", exc)
+            return
+        self._register(info, plugin)
+
+    def register(self, plugin: object, name: str | None = None) -> PluginInfo:
+        """Register a plugin object at runtime (a notebook, a test) as if it were installed."""
+        name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
+        if name in self.plugins:
+            raise PluginError(f"a plugin named {name!r} is already known "
+                              f"({self.plugins[name].origin}); pick another name")
+        info = PluginInfo(name, f"{type(plugin).__module__}:{type(plugin).__qualname__}")
+        self.plugins[name] = info
+        self._register(info, plugin)
+        self._catalog = None
+        return info
+
+    def _register(self, info: PluginInfo, plugin: object) -> None:
+        try:
+            self.pm.register(plugin, name=info.name)
+        except Exception as exc:
+            self._fail(info, "could not be registered", exc)
+            return
+        unknown = [hc.name for hc in self.pm.get_hookcallers(plugin) or [] if not hc.has_spec()]
+        if unknown:
+            hooks = [h for h in dir(self.pm.hook) if h.startswith("fulmen_")]
+            hints = "; ".join(f"{u!r}{did_you_mean(u, hooks)}" for u in unknown)
+            self._fail(info, f"implements hooks fulmen does not define: {hints}", None)
+
+    def _fail(self, info: PluginInfo, what: str, exc: BaseException | None) -> None:
+        cause = f": {type(exc).__name__}: {exc}" if exc is not None else ""
+        info.status, info.reason = FAILED, f"{what}{cause}"
+        plugin = self.pm.get_plugin(info.name)
+        if plugin is not None:
+            self.pm.unregister(plugin)
+        self._catalog = None
+        message = f"{info.describe()} {what}{cause}"
+        if self.settings.strict:
+            raise PluginError(message + " (FULMEN_STRICT_PLUGINS=1)") from exc
+        warnings.warn(message + "; it is left out (FULMEN_STRICT_PLUGINS=1 makes this an error)",
+                      PluginWarning, stacklevel=3)
+
+    def _complain(self, message: str) -> None:
+        if self.settings.strict:
+            raise PluginError(message)
+        warnings.warn(message, PluginWarning, stacklevel=4)
+
+    # ------------------------------------------------------------------ calling hooks
+
+    def _impls(self, hook_name: str) -> list[pluggy.HookImpl]:
+        """Implementations in the order pluggy would call them."""
+        return list(reversed(getattr(self.pm.hook, hook_name).get_hookimpls()))
+
+    def _call(self, impl: pluggy.HookImpl, hook_name: str, kwargs: Mapping[str, Any]) -> Any:
+        try:
+            return impl.function(*(kwargs[arg] for arg in impl.argnames))
+        except Exception as exc:
+            self._fail(self.plugins[impl.plugin_name], f"raised in {hook_name}", exc)
+            return None
+
+    def first_result(self, hook_name: str, **kwargs: Any) -> tuple[Any, str | None]:
+        """(first non-None result, plugin that gave it), or (None, None)."""
+        for impl in self._impls(hook_name):
+            result = self._call(impl, hook_name, kwargs)
+            if result is not None:
+                return result, impl.plugin_name
+        return None, None
+
+    def verdicts(self, hook_name: str, **kwargs: Any) -> list[tuple[str, Any]]:
+        """Every plugin's answer to a first-result hook, in call order (for ``--detect``)."""
+        return [(impl.plugin_name, self._call(impl, hook_name, kwargs))
+                for impl in self._impls(hook_name)]
+
+    def collect(self, hook_name: str, **kwargs: Any) -> list[tuple[str, Any]]:
+        """(plugin, item) for every item every plugin returns; None results are dropped."""
+        out: list[tuple[str, Any]] = []
+        for impl in self._impls(hook_name):
+            try:
+                result = impl.function(*(kwargs[arg] for arg in impl.argnames))
+                items = [] if result is None else [result] if isinstance(result, str) else list(
+                    result if isinstance(result, Iterable) else [result])
+            except Exception as exc:
+                self._fail(self.plugins[impl.plugin_name], f"raised in {hook_name}", exc)
+                continue
+            out.extend((impl.plugin_name, item) for item in items)
+        return out
+
+    # ------------------------------------------------------------------ catalog
+
+    def catalog(self) -> Catalog:
+        """Every registered name per kind, built once from the collect hooks."""
+        if self._catalog is None:
+            from fulmen.catalog import Catalog
+            from fulmen.records import SPEC_TYPES
+
+            if self.problems:
+                raise PluginError("; ".join(self.problems))
+            records: dict[str, list[tuple[str, Any]]] = {}
+            for kind, hook_name in HOOK_KINDS.items():
+                records[kind] = []
+                for plugin_name, item in self.collect(hook_name):
+                    if not isinstance(item, SPEC_TYPES[kind]):
+                        self._fail(self.plugins[plugin_name], f"yielded {item!r} from {hook_name},"
+                                   f" which expects {SPEC_TYPES[kind].__name__} records", None)
+                        continue
+                    records[kind].append((plugin_name, item))
+            failed = {n for n, i in self.plugins.items() if i.status != ACTIVE}
+            self._catalog = Catalog(
+                {k: [(self.plugins[p], r) for p, r in v if p not in failed]
+                 for k, v in records.items()},
+                self.plugins,
+            )
+        return self._catalog
+
+
+def _dist_name(ep: metadata.EntryPoint) -> str | None:
+    dist = getattr(ep, "dist", None)
+    return dist.metadata["Name"] if dist is not None else None
+
+
+def _dist_version(ep: metadata.EntryPoint) -> str | None:
+    dist = getattr(ep, "dist", None)
+    return dist.version if dist is not None else None
+
+
+_lock = threading.RLock()
+_manager: PluginManager | None = None
+_manager_pid: int | None = None
+
+
+def get_plugin_manager() -> PluginManager:
+    """The process-wide plugin manager, discovered on first use (and again in a forked child)."""
+    global _manager, _manager_pid
+    with _lock:
+        if _manager is None or _manager_pid != os.getpid():
+            manager = PluginManager()
+            _manager, _manager_pid = manager, os.getpid()
+            try:
+                manager.load_entry_points()
+            except BaseException:
+                _manager = None
+                raise
+        return _manager
+
+
+def reload_plugins() -> PluginManager:
+    """Forget what was discovered and discover again (after ``pip install`` in a notebook, or
+    after changing ``FULMEN_*`` settings)."""
+    global _manager
+    with _lock:
+        _manager = None
+    metadata_cache_clear()
+    return get_plugin_manager()
+
+
+def metadata_cache_clear() -> None:
+    """Make ``importlib`` see distributions installed since the interpreter started."""
+    import importlib
+
+    importlib.invalidate_caches()

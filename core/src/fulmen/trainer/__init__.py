@@ -1,0 +1,5 @@
+"""The Trainer."""
+
+from fulmen.trainer.trainer import Trainer
+
+__all__ = ["Trainer"]

@@ -1,0 +1,79 @@
+"""The machine fulmen runs on, with no scheduler: fulmen's own launcher creates the processes."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+from fulmen import ClusterEnvironment, ConfigurationError
+
+
+class LocalEnvironment(ClusterEnvironment):
+    """Reads what fulmen's launcher (or the user) set: ``MASTER_ADDR``, ``MASTER_PORT``,
+    ``LOCAL_RANK``, ``NODE_RANK``. Without them it is process 0 of a run it will launch."""
+
+    name = "local"
+
+    def __init__(self) -> None:
+        self._world_size = 1
+        self._global_rank = 0
+        self._main_port: int | None = None
+
+    @property
+    def creates_processes_externally(self) -> bool:
+        """True when ``LOCAL_RANK`` is set: this process was started by a launcher already."""
+        return "LOCAL_RANK" in os.environ
+
+    @property
+    def main_address(self) -> str:
+        return os.environ.get("MASTER_ADDR", "127.0.0.1")
+
+    @property
+    def main_port(self) -> int:
+        if "MASTER_PORT" in os.environ:
+            return _port(os.environ["MASTER_PORT"], "MASTER_PORT")
+        if self._main_port is None:
+            self._main_port = find_free_port()
+        return self._main_port
+
+    @staticmethod
+    def detect() -> bool:
+        return True
+
+    def world_size(self) -> int:
+        return self._world_size
+
+    def set_world_size(self, size: int) -> None:
+        self._world_size = size
+
+    def global_rank(self) -> int:
+        return self._global_rank
+
+    def set_global_rank(self, rank: int) -> None:
+        self._global_rank = rank
+
+    def local_rank(self) -> int:
+        return _rank(os.environ.get("LOCAL_RANK", "0"), "LOCAL_RANK")
+
+    def node_rank(self) -> int:
+        return _rank(os.environ.get("NODE_RANK", os.environ.get("GROUP_RANK", "0")), "NODE_RANK")
+
+
+def find_free_port() -> int:
+    """A TCP port that is free on the loopback interface right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _rank(value: str, var: str) -> int:
+    if not value.strip().isdigit():
+        raise ConfigurationError(f"{var}={value!r} must be a non-negative integer")
+    return int(value)
+
+
+def _port(value: str, var: str) -> int:
+    port = int(value) if value.strip().isdigit() else -1
+    if not 1 <= port <= 65535:
+        raise ConfigurationError(f"{var}={value!r} must be a port number between 1 and 65535")
+    return port

@@ -1,0 +1,14 @@
+"""The ``64-true`` precision plugin: float64 parameters and inputs."""
+
+from fulmen import PrecisionSpec, hookimpl
+
+
+@hookimpl
+def fulmen_precisions():
+    yield PrecisionSpec(
+        name="64-true",
+        deprecated_aliases=["64"],
+        target="fulmen_precision.fp64.precision:Precision64",
+        accelerators=["cpu", "cuda"],
+        description="float64 parameters, inputs and computation (not on MPS)",
+    )

@@ -1,0 +1,29 @@
+"""float64: parameters, floating inputs and tensors created in forward are double."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from fulmen import Precision
+from fulmen_precision.dtypes import cast_floats, default_dtype
+
+
+class Precision64(Precision):
+    """Double precision, for numerically sensitive work."""
+
+    name = "64-true"
+
+    def convert_module(self, module: torch.nn.Module) -> torch.nn.Module:
+        return module.double()
+
+    def convert_input(self, data: Any) -> Any:
+        return cast_floats(data, torch.float64)
+
+    @contextlib.contextmanager
+    def forward_context(self) -> Iterator[None]:
+        with default_dtype(torch.float64):
+            yield

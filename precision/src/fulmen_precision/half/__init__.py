@@ -1,0 +1,14 @@
+"""The ``16-true`` and ``bf16-true`` precision plugins: parameters stored in half precision."""
+
+from fulmen import PrecisionSpec, hookimpl
+
+
+@hookimpl
+def fulmen_precisions():
+    for name, dtype in (("16-true", "float16"), ("bf16-true", "bfloat16")):
+        yield PrecisionSpec(
+            name=name,
+            target="fulmen_precision.half.precision:HalfPrecision",
+            init_kwargs={"dtype": dtype},
+            description=f"{dtype} parameters and computation (half the memory, less accuracy)",
+        )

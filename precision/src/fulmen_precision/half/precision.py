@@ -1,0 +1,34 @@
+"""Parameters, floating inputs and created tensors in float16 or bfloat16."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from fulmen import Precision
+from fulmen_precision.dtypes import cast_floats, default_dtype, to_dtype
+
+
+class HalfPrecision(Precision):
+    """``16-true`` (float16) or ``bf16-true`` (bfloat16): everything in the half dtype."""
+
+    def __init__(self, dtype: str | torch.dtype = "bfloat16") -> None:
+        self.dtype = to_dtype(dtype, "HalfPrecision")
+        self.name = "bf16-true" if self.dtype == torch.bfloat16 else "16-true"
+
+    def convert_module(self, module: torch.nn.Module) -> torch.nn.Module:
+        return module.to(dtype=self.dtype)
+
+    def convert_input(self, data: Any) -> Any:
+        return cast_floats(data, self.dtype)
+
+    def convert_output(self, data: Any) -> Any:
+        return cast_floats(data, torch.get_default_dtype())
+
+    @contextlib.contextmanager
+    def forward_context(self) -> Iterator[None]:
+        with default_dtype(self.dtype):
+            yield
