@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fulmen.errors import ConfigurationError, PluginError, did_you_mean, format_choices
+from fulmen.errors import ConfigurationError, FulmenError, PluginError, format_choices
 from fulmen.known_plugins import KNOWN
 from fulmen.manager import ACTIVE, DISABLED, PluginInfo
 from fulmen.records import Spec
@@ -94,10 +95,15 @@ class Catalog:
             return entry
         raise self.unknown(kind, given, argument)
 
-    def unknown(self, kind: str, given: object, argument: str | None = None) -> Exception:
-        """The error for a name no active plugin registers (disabled, failed, not installed...)."""
+    def suggest(self, kind: str, given: object) -> str:
+        """``" Did you mean 'x'?"`` with the canonical name of the closest name or alias."""
+        close = difflib.get_close_matches(str(given).strip().lower(), list(self._index[kind]), n=1)
+        return f" Did you mean {self._index[kind][close[0]].name!r}?" if close else ""
+
+    def unavailable(self, kind: str, given: object, argument: str | None = None
+                    ) -> FulmenError | None:
+        """Why a known name is missing: its plugin is disabled, failed, or not installed."""
         label = f"{argument or kind}={given!r}"
-        names = [n for n in self._index[kind]]
         provider = KNOWN.get(kind, {}).get(str(given).strip().lower())
         info = self.plugins.get(provider.entry_point) if provider else None
         if info is None and isinstance(given, str):
@@ -113,19 +119,26 @@ class Catalog:
                 f"{label}: the {kind} is provided by {info.describe()}, which failed: "
                 f"{info.reason}. Available {PLURAL[kind]}: {format_choices(self.names(kind))}."
             )
-        hint = did_you_mean(str(given), self.names(kind)) or did_you_mean(str(given), names)
-        if provider is not None and not hint:
+        if provider is not None and info is None:
             return ConfigurationError(
                 f"{label}: no installed plugin registers this {kind}; it comes with the "
                 f"{provider.distribution!r} distribution ({provider.install}). "
                 f"Available {PLURAL[kind]}: {format_choices(self.names(kind))}."
             )
+        return None
+
+    def unknown(self, kind: str, given: object, argument: str | None = None) -> FulmenError:
+        """The error for a name no active plugin registers."""
+        why = self.unavailable(kind, given, argument)
+        if why is not None:
+            return why
         inactive = [i for i in self.plugins.values() if i.status != ACTIVE]
         note = (" Plugins not loaded, which might provide it: "
                 + ", ".join(f"{i.name!r} ({i.status})" for i in inactive) + "."
                 if inactive else "")
         return ConfigurationError(
-            f"{label} is not a registered {kind} name.{hint} Available {PLURAL[kind]}: "
+            f"{argument or kind}={given!r} is not a registered {kind} name."
+            f"{self.suggest(kind, given)} Available {PLURAL[kind]}: "
             f"{format_choices(self.names(kind))}.{note}"
         )
 

@@ -52,10 +52,10 @@ def is_interactive() -> bool:
 class _Composer:
     def __init__(self, manager: PluginManager, catalog: Catalog) -> None:
         self.manager, self.catalog = manager, catalog
-        self.errors: list[str] = []
+        self.errors: list[FulmenError] = []
 
-    def fail(self, message: str) -> None:
-        self.errors.append(message)
+    def fail(self, error: str | FulmenError) -> None:
+        self.errors.append(ConfigurationError(error) if isinstance(error, str) else error)
 
     def pick(self, kind: str, value: Any, argument: str) -> tuple[Entry | None, Any]:
         """(record entry, instance or None); an error is noted and (None, None) returned."""
@@ -65,7 +65,7 @@ class _Composer:
             try:
                 entry = self.catalog.select(kind, value, argument)
             except FulmenError as exc:
-                self.fail(str(exc))
+                self.fail(exc)
                 return None, None
             if self.catalog.is_deprecated_alias(entry, value):
                 warnings.warn(f"{argument}={value!r} is a legacy spelling; use "
@@ -93,7 +93,12 @@ class _Composer:
             if role is None and isinstance(item, str):
                 role = next((k for k in ("environment", "precision")
                              if self.catalog.find(k, item)), None)
-            if role is None:
+            why = None if role or not isinstance(item, str) else (
+                self.catalog.unavailable("environment", item, "plugins")
+                or self.catalog.unavailable("precision", item, "plugins"))
+            if why is not None:
+                self.fail(why)
+            elif role is None:
                 self.fail(
                     f"plugins=[...] got {item!r} of type {type(item).__name__}, which fulmen does "
                     "not know. It takes ClusterEnvironment, Precision and CheckpointIO instances, "
@@ -151,14 +156,14 @@ class _Composer:
         try:
             env.validate_settings(num_devices=num_devices, num_nodes=num_nodes)
         except ConfigurationError as exc:
-            self.fail(str(exc))
+            self.fail(exc)
 
     def raise_errors(self) -> None:
         if len(self.errors) == 1:
-            raise ConfigurationError(self.errors[0])
+            raise self.errors[0]
         if self.errors:
             raise ConfigurationError("this selection cannot work:\n  - "
-                                     + "\n  - ".join(self.errors))
+                                     + "\n  - ".join(map(str, self.errors)))
 
 
 def compose(accelerator: Any = "auto", strategy: Any = "auto", devices: Any = "auto",
@@ -189,19 +194,20 @@ def compose(accelerator: Any = "auto", strategy: Any = "auto", devices: Any = "a
     acc_entry, acc = c.pick("accelerator", accelerator, "accelerator") if accelerator else (None,
                                                                                            None)
     device_ids: list[int] = []
-    if acc is not None or acc_entry is not None:
-        acc_cls = type(acc) if acc is not None else acc_entry.record.load()  # type: ignore[union-attr]
-        acc_name = acc.name if acc is not None else acc_entry.name  # type: ignore[union-attr]
-        if not acc_cls.is_available():
+    if acc is None and acc_entry is not None:
+        acc = acc_entry.record.create()
+    if acc is not None:
+        acc_name = acc.name
+        if not acc.is_available():
             usable = [e.name for e in c.catalog.entries("accelerator") if _available(e)]
-            note = acc_cls.availability_note()
+            note = acc.availability_note()
             c.fail(f"accelerator={accelerator!r}: no {acc_name} device was found"
                    f"{f' ({note})' if note else ''}. Available here: {format_choices(usable)}.")
         else:
             try:
-                device_ids = acc_cls.parse_devices(devices)
+                device_ids = acc.parse_devices(devices)
             except ConfigurationError as exc:
-                c.fail(str(exc))
+                c.fail(exc)
         if strategy == "auto" and device_ids:
             strategy = c.auto("fulmen_default_strategy", "strategy",
                               f"nothing runs {len(device_ids)} {acc_name} device(s) on "
@@ -225,7 +231,6 @@ def compose(accelerator: Any = "auto", strategy: Any = "auto", devices: Any = "a
                       len(device_ids), num_nodes, interactive)
     c.raise_errors()
 
-    acc = acc or acc_entry.record.create()  # type: ignore[union-attr]
     strat = strat or strat_entry.record.create()  # type: ignore[union-attr]
     prec = prec or prec_entry.record.create()  # type: ignore[union-attr]
     launcher_path = strat_entry.record.launcher if strat_entry else None

@@ -166,7 +166,7 @@ class PluginManager:
             return
         unknown = [hc.name for hc in self.pm.get_hookcallers(plugin) or [] if not hc.has_spec()]
         if unknown:
-            hooks = [h for h in dir(self.pm.hook) if h.startswith("fulmen_")]
+            hooks = [h for h in dir(hookspecs) if h.startswith("fulmen_")]
             hints = "; ".join(f"{u!r}{did_you_mean(u, hooks)}" for u in unknown)
             self._fail(info, f"implements hooks fulmen does not define: {hints}", None)
 

@@ -83,8 +83,7 @@ class Spec:
             if isinstance(value, str) or not isinstance(value, list | tuple | set | frozenset):
                 raise PluginError(f"invalid {label}: {fname} must be a list or tuple of names, "
                                   f"got {value!r}")
-            names = tuple(_check_name(label, fname[:-1] if fname.endswith("s") else fname, v)
-                          for v in value)
+            names = tuple(_check_name(label, f"{fname} entry", v) for v in value)
             object.__setattr__(self, fname, names)
         if isinstance(self.target, str):
             if not _TARGET_PATTERN.match(self.target):

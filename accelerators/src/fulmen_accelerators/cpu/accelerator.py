@@ -24,8 +24,7 @@ class CPUAccelerator(Accelerator):
     def auto_device_count(cls) -> int:
         return 1
 
-    @classmethod
-    def parse_devices(cls, devices: Any) -> list[int]:
+    def parse_devices(self, devices: Any) -> list[int]:
         """``"auto"`` → 1 process; a positive int or digit string → that many processes."""
         count: Any = devices
         if isinstance(devices, str):

@@ -35,22 +35,21 @@ class Accelerator(Named, ABC):
         """Why the hardware is unavailable, for error messages (e.g. 'torch is a CPU build')."""
         return ""
 
-    @classmethod
-    def parse_devices(cls, devices: Any) -> list[int]:
+    def parse_devices(self, devices: Any) -> list[int]:
         """Turn the user's ``devices`` into device indices (the table of the GPU guide).
 
         ``3`` → ``[0, 1, 2]``; ``-1``/``"-1"``/``"auto"`` → all; ``[1, 3]`` → ``[1, 3]``;
         ``"1, 3"`` → ``[1, 3]``; ``"3"`` → ``[0, 1, 2]``. Anything else is a ``ConfigurationError``.
         """
-        available = cls.auto_device_count()
+        available = self.auto_device_count()
 
         def bad(why: str) -> ConfigurationError:
             return ConfigurationError(f"devices={devices!r} is not valid for accelerator "
-                                      f"{cls.name!r}: {why}. Valid: {DEVICES_HELP}.")
+                                      f"{self.name!r}: {why}. Valid: {DEVICES_HELP}.")
 
         def all_devices() -> list[int]:
             if available < 1:
-                raise bad(f"no {cls.name} device was found")
+                raise bad(f"no {self.name} device was found")
             return list(range(available))
 
         def count(n: int) -> list[int]:

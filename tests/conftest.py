@@ -1,0 +1,92 @@
+"""Shared fixtures. ``fake_dists`` installs throw-away plugin distributions on ``sys.path``: a real
+``*.dist-info`` folder with ``METADATA`` and ``entry_points.txt``, found by importlib.metadata
+exactly as a pip-installed plugin would be."""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import fulmen
+
+_counter = itertools.count()
+
+
+class FakeDists:
+    """Writes fake distributions into one folder that is put first on ``sys.path``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.modules: list[str] = []
+
+    def unique(self, stem: str) -> str:
+        """A module name no other test uses (sys.modules is shared by the whole session)."""
+        return f"{stem}_{next(_counter)}"
+
+    def add(self, dist: str, entry_points: dict[str, str], modules: dict[str, str] | None = None,
+            version: str = "1.0") -> None:
+        """Install distribution ``dist`` with ``entry_points`` (name → value) in the
+        ``fulmen.plugins`` group, and ``modules`` (dotted name → source) beside it."""
+        info = self.root / f"{dist.replace('-', '_')}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+        lines = "\n".join(f"{k} = {v}" for k, v in entry_points.items())
+        (info / "entry_points.txt").write_text(f"[fulmen.plugins]\n{lines}\n")
+        for name, source in (modules or {}).items():
+            path = self.root.joinpath(*name.split(".")).with_suffix(".py")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            for parent in list(path.parents)[: name.count(".")]:
+                (parent / "__init__.py").touch()
+            path.write_text(textwrap.dedent(source))
+            self.modules.append(name)
+
+    def reload(self) -> fulmen.manager.PluginManager:  # type: ignore[name-defined]
+        return fulmen.reload_plugins()
+
+
+@pytest.fixture
+def fake_dists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeDists]:
+    root = tmp_path / "site"
+    root.mkdir()
+    monkeypatch.syspath_prepend(str(root))
+    for var in ("FULMEN_DISABLE_PLUGINS", "FULMEN_PLUGIN_AUTOLOAD", "FULMEN_PLUGINS",
+                "FULMEN_STRICT_PLUGINS"):
+        monkeypatch.delenv(var, raising=False)
+    dists = FakeDists(root)
+    yield dists
+    monkeypatch.undo()
+    for name in dists.modules:
+        for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+            del sys.modules[loaded]
+    fulmen.reload_plugins()
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def fake_hardware(fake_dists: FakeDists, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Install the fake hardware plugin (tests/fixtures/fake_hardware.py) as distribution
+    ``fulmen-fake-hardware``; returns its module. Environment variables drive it."""
+    module = fake_dists.unique("fake_hardware")
+    fake_dists.add("fulmen-fake-hardware", {"fake_hardware": module},
+                   {module: (FIXTURES / "fake_hardware.py").read_text()})
+    for var in ("FAKE_GPU_COUNT", "FAKE_GPU_DETECT", "FAKE_CLUSTER_WORLD", "FAKE_CLUSTER_RANK"):
+        monkeypatch.delenv(var, raising=False)
+    fake_dists.reload()
+    return importlib.import_module(module)
+
+
+@pytest.fixture
+def plugin_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    """Set FULMEN_* variables for one test; plugins are rediscovered before and after."""
+    yield monkeypatch
+    monkeypatch.undo()
+    fulmen.reload_plugins()

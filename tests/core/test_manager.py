@@ -1,0 +1,218 @@
+"""Discovery, filtering and isolation, through real (fake) installed distributions."""
+
+import os
+import sys
+
+import pytest
+
+import fulmen
+from fulmen import PluginError, PluginWarning
+
+STRATEGY_PLUGIN = """
+from fulmen import StrategySpec, hookimpl
+
+@hookimpl
+def fulmen_strategies():
+    yield StrategySpec(name="{name}", target="{module}_impl:Strategy", description="fake")
+"""
+
+
+def strategy_plugin(fake_dists, dist, ep, name):
+    module = fake_dists.unique(ep)
+    fake_dists.add(dist, {ep: module}, {module: STRATEGY_PLUGIN.format(name=name, module=module)})
+    return module
+
+
+def test_a_plugin_is_found_loaded_and_its_names_registered(fake_dists):
+    module = strategy_plugin(fake_dists, "fulmen-fake", "fake_plugin", "fake_strategy")
+    manager = fake_dists.reload()
+    info = manager.plugins["fake_plugin"]
+    assert (info.status, info.distribution, info.version) == ("active", "fulmen-fake", "1.0")
+    entry = manager.catalog().select("strategy", "fake_strategy")
+    assert entry.plugin is info
+    assert info.provides == {"strategy": ["fake_strategy"]}
+    assert f"{module}_impl" not in sys.modules  # the target is imported only when selected
+
+
+def test_builtin_plugins_take_the_same_path(fake_dists):
+    manager = fake_dists.reload()
+    assert manager.plugins["cpu"].distribution == "fulmen-accelerators"
+    assert manager.plugins["single_device"].distribution == "fulmen-strategies"
+    assert manager.plugins["local"].value == "fulmen_environments.local"
+
+
+def test_load_order_is_sorted_by_entry_point_name(fake_dists):
+    for ep in ("zz_last", "aa_first", "mm_middle"):
+        strategy_plugin(fake_dists, f"dist-{ep}", ep, ep)
+    names = list(fake_dists.reload().plugins)
+    assert names == sorted(names)
+
+
+def test_import_error_is_isolated_with_a_warning_naming_plugin_distribution_and_cause(fake_dists):
+    module = fake_dists.unique("broken")
+    fake_dists.add("fulmen-broken", {"broken": module}, {module: "import not_a_real_module_x\n"},
+                   version="2.3")
+    strategy_plugin(fake_dists, "fulmen-fine", "fine", "fine_strategy")
+    with pytest.warns(PluginWarning) as record:
+        manager = fake_dists.reload()
+    message = str(record[0].message)
+    assert "plugin 'broken' (fulmen-broken 2.3) failed to import" in message
+    assert "ModuleNotFoundError: No module named 'not_a_real_module_x'" in message
+    assert manager.plugins["broken"].status == "failed"
+    assert manager.catalog().find("strategy", "fine_strategy") is not None
+
+
+def test_strict_mode_turns_an_import_error_into_plugin_error(fake_dists, monkeypatch):
+    module = fake_dists.unique("broken")
+    fake_dists.add("fulmen-broken", {"broken": module}, {module: "raise RuntimeError('boom')\n"})
+    monkeypatch.setenv("FULMEN_STRICT_PLUGINS", "1")
+    with pytest.raises(PluginError, match=r"plugin 'broken' \(fulmen-broken 1.0\) failed to "
+                       r"import .*RuntimeError: boom \(FULMEN_STRICT_PLUGINS=1\)"):
+        fake_dists.reload()
+
+
+def test_a_hook_that_raises_isolates_its_plugin(fake_dists):
+    module = fake_dists.unique("raiser")
+    fake_dists.add("fulmen-raiser", {"raiser": module}, {module: """
+        from fulmen import hookimpl
+
+        @hookimpl
+        def fulmen_strategies():
+            raise KeyError("oops")
+            yield
+        """})
+    manager = fake_dists.reload()
+    with pytest.warns(PluginWarning, match=r"plugin 'raiser' \(fulmen-raiser 1.0\) raised in "
+                      r"fulmen_strategies: KeyError: 'oops'"):
+        catalog = manager.catalog()
+    assert manager.plugins["raiser"].status == "failed"
+    assert catalog.find("strategy", "single_device") is not None
+
+
+def test_an_invalid_record_fails_its_plugin_with_the_reason(fake_dists):
+    module = fake_dists.unique("badrecord")
+    fake_dists.add("fulmen-badrecord", {"badrecord": module}, {module: """
+        from fulmen import StrategySpec, hookimpl
+
+        @hookimpl
+        def fulmen_strategies():
+            yield StrategySpec(name="Bad Name", target="x:y")
+        """})
+    manager = fake_dists.reload()
+    with pytest.warns(PluginWarning, match=r"plugin 'badrecord' .* raised in fulmen_strategies: "
+                      r"PluginError: invalid StrategySpec\(name='Bad Name'\)"):
+        manager.catalog()
+
+
+def test_a_wrong_record_type_fails_its_plugin(fake_dists):
+    module = fake_dists.unique("wrongtype")
+    fake_dists.add("fulmen-wrongtype", {"wrongtype": module}, {module: """
+        from fulmen import AcceleratorSpec, hookimpl
+
+        @hookimpl
+        def fulmen_strategies():
+            return [AcceleratorSpec(name="oops", target="x:y")]
+        """})
+    with pytest.warns(PluginWarning, match="which expects StrategySpec records"):
+        fake_dists.reload().catalog()
+
+
+def test_a_misspelt_hook_name_fails_the_plugin_with_a_suggestion(fake_dists):
+    module = fake_dists.unique("typo")
+    fake_dists.add("fulmen-typo", {"typo": module}, {module: """
+        from fulmen import hookimpl
+
+        @hookimpl
+        def fulmen_strategy():
+            return []
+        """})
+    with pytest.warns(PluginWarning, match=r"implements hooks fulmen does not define: "
+                      r"'fulmen_strategy' Did you mean 'fulmen_strategies'\?"):
+        manager = fake_dists.reload()
+    assert manager.plugins["typo"].status == "failed"
+
+
+def test_disabled_plugins_are_blocked_before_import(fake_dists, monkeypatch):
+    module = fake_dists.unique("explosive")
+    fake_dists.add("fulmen-explosive", {"explosive": module},
+                   {module: "raise SystemExit('must never be imported')\n"})
+    monkeypatch.setenv("FULMEN_DISABLE_PLUGINS", " explosive , cuda")
+    manager = fake_dists.reload()
+    assert module not in sys.modules
+    assert manager.plugins["explosive"].status == "disabled"
+    assert manager.plugins["explosive"].reason == "disabled by FULMEN_DISABLE_PLUGINS"
+    assert manager.catalog().find("accelerator", "gpu") is None
+
+
+def test_unknown_names_in_the_disable_list_warn_with_the_valid_names(fake_dists, monkeypatch):
+    monkeypatch.setenv("FULMEN_DISABLE_PLUGINS", "cdua")
+    with pytest.warns(PluginWarning, match=r"FULMEN_DISABLE_PLUGINS names 'cdua', which is not "
+                      r"an installed plugin. Did you mean 'cuda'\? Installed plugins: 'cpu', "):
+        fake_dists.reload()
+
+
+def test_autoload_off_loads_only_the_named_plugins(fake_dists, monkeypatch):
+    monkeypatch.setenv("FULMEN_PLUGIN_AUTOLOAD", "0")
+    monkeypatch.setenv("FULMEN_PLUGINS", "cpu,local,fp32,single_device")
+    manager = fake_dists.reload()
+    active = sorted(n for n, i in manager.plugins.items() if i.status == "active")
+    assert active == ["cpu", "fp32", "local", "single_device"]
+    assert "FULMEN_PLUGIN_AUTOLOAD=0" in manager.plugins["cuda"].reason
+    assert "fulmen_accelerators.cuda" not in sys.modules or True  # may be imported by other tests
+    trainer = fulmen.Trainer()
+    assert trainer.strategy.name == "single_device"
+
+
+def test_clashing_registered_names_name_both_plugins_and_distributions(fake_dists):
+    strategy_plugin(fake_dists, "fulmen-one", "one", "same_name")
+    strategy_plugin(fake_dists, "fulmen-two", "two", "same_name")
+    manager = fake_dists.reload()
+    with pytest.raises(PluginError) as info:
+        manager.catalog()
+    text = str(info.value)
+    assert "strategy name 'same_name' is registered twice" in text
+    assert "plugin 'one' (fulmen-one 1.0)" in text and "plugin 'two' (fulmen-two 1.0)" in text
+
+
+def test_a_plugin_cannot_take_a_builtin_name_silently(fake_dists):
+    strategy_plugin(fake_dists, "fulmen-hijack", "hijack", "single_device")
+    with pytest.raises(PluginError, match="'single_device' is registered twice"):
+        fake_dists.reload().catalog()
+
+
+def test_the_same_entry_point_name_from_two_distributions_is_an_error(fake_dists):
+    strategy_plugin(fake_dists, "fulmen-a", "twin", "twin_a")
+    strategy_plugin(fake_dists, "fulmen-b", "twin", "twin_b")
+    with pytest.raises(PluginError, match=r"two distributions register the plugin name 'twin': "
+                       r"fulmen-a 1.0 .* and fulmen-b 1.0"):
+        fake_dists.reload().catalog()
+
+
+def test_discovery_is_cached_and_redone_in_a_forked_child(fake_dists):
+    manager = fake_dists.reload()
+    assert fulmen.get_plugin_manager() is manager
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: a fresh manager for this process
+        try:
+            child = fulmen.get_plugin_manager()
+            os.write(write, b"new" if child is not manager and "cpu" in child.plugins else b"old")
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(read, 3) == b"new"
+
+
+def test_runtime_registration_joins_the_catalog(fake_dists):
+    manager = fake_dists.reload()
+
+    class Plugin:
+        @fulmen.hookimpl
+        def fulmen_environments(self):
+            yield fulmen.EnvironmentSpec(name="runtime_env", target="x.y:Env")
+
+    info = manager.register(Plugin(), "runtime")
+    assert info.origin == "registered at runtime"
+    assert manager.catalog().select("environment", "runtime_env").plugin is info
+    with pytest.raises(PluginError, match="a plugin named 'runtime' is already known"):
+        manager.register(Plugin(), "runtime")
