@@ -13,6 +13,7 @@ Discovery is lazy and cached per process; a forked child rediscovers on first us
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata as metadata
 import os
 import threading
@@ -41,11 +42,20 @@ class PluginInfo:
 
     name: str
     value: str
-    distribution: str | None = None
-    version: str | None = None
+    dist: metadata.Distribution | None = field(default=None, repr=False, compare=False)
     status: str = ACTIVE
     reason: str = ""
     provides: dict[str, list[str]] = field(default_factory=dict)
+
+    # Read from the distribution's METADATA only when shown: parsing it for every plugin would
+    # cost more than importing the plugins.
+    @functools.cached_property
+    def distribution(self) -> str | None:
+        return self.dist.metadata["Name"] if self.dist is not None else None
+
+    @functools.cached_property
+    def version(self) -> str | None:
+        return self.dist.version if self.dist is not None else None
 
     @property
     def origin(self) -> str:
@@ -90,12 +100,20 @@ class Settings:
         )
 
 
+class _Pluggy(pluggy.PluginManager):
+    """Looks only at ``fulmen_*`` attributes: pluggy otherwise inspects every attribute of every
+    plugin module, the largest cost of discovery with many plugins."""
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        return super().parse_hookimpl_opts(plugin, name) if name.startswith("fulmen_") else None
+
+
 class PluginManager:
     """fulmen's view of its plugins on top of a ``pluggy.PluginManager``."""
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self.settings = Settings.from_environ(os.environ if environ is None else environ)
-        self.pm = pluggy.PluginManager(PROJECT)
+        self.pm = _Pluggy(PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.plugins: dict[str, PluginInfo] = {}
         self.problems: list[str] = []
@@ -106,10 +124,10 @@ class PluginManager:
     def load_entry_points(self) -> None:
         """Find, filter and load every entry point of the ``fulmen.plugins`` group."""
         found = sorted(metadata.entry_points(group=ENTRY_POINT_GROUP),
-                       key=lambda ep: (ep.name, _dist_name(ep) or ""))
+                       key=lambda ep: (ep.name, ep.value))
         infos: list[tuple[PluginInfo, metadata.EntryPoint]] = []
         for ep in found:
-            info = PluginInfo(ep.name, ep.value, _dist_name(ep), _dist_version(ep))
+            info = PluginInfo(ep.name, ep.value, getattr(ep, "dist", None))
             other = next((i for i, _ in infos if i.name == ep.name), None)
             if other is not None:
                 self.problems.append(
@@ -254,16 +272,6 @@ class PluginManager:
                 self.plugins,
             )
         return self._catalog
-
-
-def _dist_name(ep: metadata.EntryPoint) -> str | None:
-    dist = getattr(ep, "dist", None)
-    return dist.metadata["Name"] if dist is not None else None
-
-
-def _dist_version(ep: metadata.EntryPoint) -> str | None:
-    dist = getattr(ep, "dist", None)
-    return dist.version if dist is not None else None
 
 
 _lock = threading.RLock()
