@@ -5,6 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check
 DISTS  := core accelerators strategies precision environments
 STAMP  := $(VENV)/.installed
+SRC    := $(foreach d,$(DISTS),$(d)/src)
 
 .PHONY: install demo test lint bench clean
 
@@ -23,11 +24,12 @@ demo: install
 
 test: install
 	$(PY) -m ruff check .
+	$(PY) -m mypy $(SRC)
 	$(PY) -m pytest -q
 
 lint: install
 	$(PY) -m ruff check .
-	$(PY) -m mypy core/src accelerators/src strategies/src precision/src environments/src
+	$(PY) -m mypy $(SRC)
 
 bench: install
 	@for f in tests/benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

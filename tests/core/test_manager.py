@@ -158,7 +158,6 @@ def test_autoload_off_loads_only_the_named_plugins(fake_dists, monkeypatch):
     active = sorted(n for n, i in manager.plugins.items() if i.status == "active")
     assert active == ["cpu", "fp32", "local", "single_device"]
     assert "FULMEN_PLUGIN_AUTOLOAD=0" in manager.plugins["cuda"].reason
-    assert "fulmen_accelerators.cuda" not in sys.modules or True  # may be imported by other tests
     trainer = fulmen.Trainer()
     assert trainer.strategy.name == "single_device"
 

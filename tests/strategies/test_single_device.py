@@ -33,4 +33,4 @@ def test_unattached_strategy_explains_itself():
     import pytest
 
     with pytest.raises(fulmen.FulmenError, match="is not attached to a selection yet"):
-        SingleDeviceStrategy().world_size
+        _ = SingleDeviceStrategy().world_size

@@ -32,12 +32,35 @@ _EXPORTS: dict[str, str] = {
     "PluginWarning": "fulmen.errors",
     "FulmenDeprecationWarning": "fulmen.errors",
     "Selection": "fulmen.compose",
-    "compose": "fulmen.compose",
     "get_plugin_manager": "fulmen.manager",
     "reload_plugins": "fulmen.manager",
 }
 
-__all__ = [*_EXPORTS, "__version__"]
+__all__ = [
+    "Trainer",
+    "Lite",
+    "hookimpl",
+    "hookspec",
+    "Accelerator",
+    "Strategy",
+    "Precision",
+    "ClusterEnvironment",
+    "Launcher",
+    "CheckpointIO",
+    "AcceleratorSpec",
+    "StrategySpec",
+    "PrecisionSpec",
+    "EnvironmentSpec",
+    "FulmenError",
+    "ConfigurationError",
+    "PluginError",
+    "PluginWarning",
+    "FulmenDeprecationWarning",
+    "Selection",
+    "get_plugin_manager",
+    "reload_plugins",
+    "__version__",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -62,7 +85,7 @@ if TYPE_CHECKING:
         Precision,
         Strategy,
     )
-    from fulmen.compose import Selection, compose
+    from fulmen.compose import Selection
     from fulmen.errors import (
         ConfigurationError,
         FulmenDeprecationWarning,

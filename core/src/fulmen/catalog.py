@@ -45,8 +45,8 @@ class Catalog:
                     other = self._index[kind].get(name)
                     if other is not None:
                         clashes.append(
-                            f"{kind} name {name!r} is registered twice: by {other.plugin.describe()}"
-                            f" and by {info.describe()}; disable one with "
+                            f"{kind} name {name!r} is registered twice: by "
+                            f"{other.plugin.describe()} and by {info.describe()}; disable one with "
                             f"FULMEN_DISABLE_PLUGINS={info.name} (or {other.plugin.name})"
                         )
                         continue

@@ -102,8 +102,9 @@ class _Composer:
                 self.fail(
                     f"plugins=[...] got {item!r} of type {type(item).__name__}, which fulmen does "
                     "not know. It takes ClusterEnvironment, Precision and CheckpointIO instances, "
-                    f"or names of environments ({format_choices(self.catalog.names('environment'))})"
-                    f" and precisions ({format_choices(self.catalog.names('precision'))})."
+                    "or names of environments "
+                    f"({format_choices(self.catalog.names('environment'))}) and precisions "
+                    f"({format_choices(self.catalog.names('precision'))})."
                 )
             elif role in found:
                 self.fail(f"plugins=[...] holds two {role.replace('_', ' ')}s: {found[role]!r} and "
@@ -129,7 +130,8 @@ class _Composer:
             if not fits(strat.accelerators, "accelerator"):
                 self.fail(f"strategy {strat_name!r} does not run on accelerator {acc_name!r} (it "
                           f"runs on {format_choices(strat.accelerators)}). Strategies for "
-                          f"{acc_name!r}: {strategies_for(lambda r: fits(r.accelerators, 'accelerator'))}.")
+                          f"{acc_name!r}: "
+                          f"{strategies_for(lambda r: fits(r.accelerators, 'accelerator'))}.")
             if strat.max_devices is not None and num_devices > strat.max_devices:
                 self.fail(f"strategy {strat_name!r} drives at most {strat.max_devices} device(s) "
                           f"per node, but {num_devices} were selected. Strategies for several "
@@ -227,20 +229,23 @@ def compose(accelerator: Any = "auto", strategy: Any = "auto", devices: Any = "a
     if env is not None and all(e is not None or i is not None for e, i in picked.values()):
         names = {k: ((i.name,) if i is not None else ()) + (e.record.names if e else ())
                  for k, (e, i) in picked.items()}
-        c.check_facts(*(e.record if e else None for e, _ in picked.values()), env, names,
-                      len(device_ids), num_nodes, interactive)
+        c.check_facts(acc_entry.record if acc_entry else None,
+                      strat_entry.record if strat_entry else None,
+                      prec_entry.record if prec_entry else None,
+                      env, names, len(device_ids), num_nodes, interactive)
     c.raise_errors()
 
+    assert acc is not None and env is not None  # every error above was raised
     strat = strat or strat_entry.record.create()  # type: ignore[union-attr]
     prec = prec or prec_entry.record.create()  # type: ignore[union-attr]
     launcher_path = strat_entry.record.launcher if strat_entry else None
     launcher = None
-    if launcher_path and not env.creates_processes_externally:  # type: ignore[union-attr]
+    if launcher_path and not env.creates_processes_externally:
         launcher = load_target(launcher_path, f"strategy {strat.name!r}")(strategy=strat)
     strat.attach(accelerator=acc, precision=prec, cluster_environment=env,
                  parallel_devices=acc.get_parallel_devices(device_ids), num_nodes=num_nodes,
                  checkpoint_io=extra.get("checkpoint_io"), launcher=launcher)
-    selection = Selection(env, acc, strat, prec, launcher,  # type: ignore[arg-type]
+    selection = Selection(env, acc, strat, prec, launcher,
                           extra.get("checkpoint_io"), tuple(device_ids), num_nodes, interactive)
     for _, message in manager.collect("fulmen_check_selection", selection=selection):
         c.fail(str(message))

@@ -28,7 +28,7 @@ def select(owner: str, *, accelerator: Any, strategy: Any, devices: Any, num_nod
 
 
 class SelectionReport:
-    """Read-only view of the composed selection (``trainer.strategy``, ``trainer.world_size``...)."""
+    """Read-only view of the composed selection (``trainer.strategy``, ``.world_size``...)."""
 
     _selection: Selection
 

@@ -21,7 +21,7 @@ class ConfigurationError(FulmenError, ValueError):
 
 
 class PluginError(FulmenError):
-    """A plugin is broken, clashes with another one, or was disabled or failed when it was needed."""
+    """A plugin is broken, clashes with another, or was disabled or failed when it was needed."""
 
 
 class PluginWarning(UserWarning):

@@ -1,3 +1,4 @@
+# mypy: disable-error-code="empty-body"
 """Hook specifications: the contract between the fulmen kernel and its plugins.
 
 A plugin is a module (or any object) with functions marked ``@fulmen.hookimpl`` whose names match

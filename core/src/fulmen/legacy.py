@@ -31,15 +31,17 @@ def translate_selection(owner: str, catalog: Catalog, *, accelerator: Any, strat
             accelerator = "cpu"
             continue
         legacy_pair = catalog.find("strategy", accelerator) is not None  # gpus=2, accelerator="ddp"
-        if accelerator != "auto" and not legacy_pair and (
-                catalog.find("accelerator", accelerator) is not catalog.find("accelerator", hardware)):
+        same_hardware = (catalog.find("accelerator", accelerator)
+                         is catalog.find("accelerator", hardware))
+        if accelerator != "auto" and not legacy_pair and not same_hardware:
             raise ConfigurationError(f"{owner}({flag}={value!r}, accelerator={accelerator!r}) asks "
                                      f"for two kinds of hardware; use {owner}(accelerator="
                                      f"{hardware!r}, devices={value!r})")
         _warn(f"{owner}({flag}={value!r}) is deprecated; use "
               f"{owner}(accelerator={hardware!r}, devices={value!r})")
         if legacy_pair:
-            strategy, _ = _strategy_from_accelerator(owner, catalog, accelerator, strategy, hardware)
+            strategy, _ = _strategy_from_accelerator(owner, catalog, accelerator, strategy,
+                                                     hardware)
         accelerator = hardware
         devices = value
     if (isinstance(accelerator, str) and catalog.find("accelerator", accelerator) is None

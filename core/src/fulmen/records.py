@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -68,8 +68,8 @@ class Spec:
 
     name: str
     target: str | type
-    aliases: tuple[str, ...] = ()
-    deprecated_aliases: tuple[str, ...] = ()
+    aliases: Sequence[str] = ()
+    deprecated_aliases: Sequence[str] = ()
     description: str = ""
     init_kwargs: Mapping[str, Any] = field(default_factory=dict)
 
@@ -100,7 +100,7 @@ class Spec:
             raise PluginError(f"invalid {label}: init_kwargs must map argument names to values, "
                               f"got {self.init_kwargs!r}")
         object.__setattr__(self, "init_kwargs", MappingProxyType(dict(self.init_kwargs)))
-        if self.name in self.aliases + self.deprecated_aliases:
+        if self.name in (*self.aliases, *self.deprecated_aliases):
             raise PluginError(f"invalid {label}: the name is also listed as an alias")
 
     @property
@@ -122,7 +122,7 @@ class Spec:
         return load_target(self.target, f"{self.kind} {self.name!r}")
 
     def create(self, **overrides: Any) -> Any:
-        """Construct the target with ``init_kwargs`` (updated by ``overrides``) and set ``.name``."""
+        """Construct the target with ``init_kwargs`` (and ``overrides``); set ``.name``."""
         instance = self.load()(**{**self.init_kwargs, **overrides})
         instance.name = self.name
         return instance
@@ -159,14 +159,14 @@ class StrategySpec(Spec):
     precisions: precision names it supports (empty: any).
     launcher: ``"module:Attr"`` of the launcher that creates its processes, or None when it runs
         in the current process. Skipped when the cluster environment creates the processes.
-    max_devices: most devices it can drive per node (``1`` for ``single_device``), None for no limit.
+    max_devices: most devices it drives per node (``1`` for ``single_device``); None: no limit.
     multi_node: whether it can span several nodes.
     interactive: whether it works in a notebook or REPL (a script re-launch does not).
     """
 
     kind: ClassVar[str] = "strategy"
-    accelerators: tuple[str, ...] = ()
-    precisions: tuple[str, ...] = ()
+    accelerators: Sequence[str] = ()
+    precisions: Sequence[str] = ()
     launcher: str | None = None
     max_devices: int | None = None
     multi_node: bool = True
@@ -189,8 +189,8 @@ class PrecisionSpec(Spec):
     """A precision backend. accelerators / strategies: where it applies (empty: everywhere)."""
 
     kind: ClassVar[str] = "precision"
-    accelerators: tuple[str, ...] = ()
-    strategies: tuple[str, ...] = ()
+    accelerators: Sequence[str] = ()
+    strategies: Sequence[str] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 
 class Named:
-    """A class that does not set ``name`` itself is named after itself: ``MyCluster`` → ``my_cluster``.
+    """A class that does not set ``name`` is named after itself: ``MyCluster`` → ``my_cluster``.
 
     Instances made from a registered record get the record's name instead (one class can back
     several names), so ``trainer.strategy.name`` is always what the user would type.
