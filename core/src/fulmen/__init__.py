@@ -14,6 +14,10 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     "Trainer": "fulmen.trainer",
+    "Module": "fulmen.module",
+    "DataModule": "fulmen.datamodule",
+    "Callback": "fulmen.callbacks.base",
+    "seed_everything": "fulmen.seed",
     "Lite": "fulmen.lite",
     "hookimpl": "fulmen.hookspecs",
     "hookspec": "fulmen.hookspecs",
@@ -39,6 +43,10 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "Trainer",
+    "Module",
+    "DataModule",
+    "Callback",
+    "seed_everything",
     "Lite",
     "hookimpl",
     "hookspec",
@@ -64,7 +72,16 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+_SUBMODULES = {"callbacks", "loggers", "compat"}  # ``fulmen.callbacks.ModelCheckpoint``...
+_lazy_getattr, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+
+def __getattr__(name: str) -> object:
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"fulmen.{name}")
+    return _lazy_getattr(name)
 
 
 if TYPE_CHECKING:
@@ -76,7 +93,9 @@ if TYPE_CHECKING:
         Precision,
         Strategy,
     )
+    from fulmen.callbacks.base import Callback
     from fulmen.compose import Selection
+    from fulmen.datamodule import DataModule
     from fulmen.errors import (
         ConfigurationError,
         FulmenDeprecationWarning,
@@ -87,5 +106,7 @@ if TYPE_CHECKING:
     from fulmen.hookspecs import hookimpl, hookspec
     from fulmen.lite import Lite
     from fulmen.manager import get_plugin_manager, reload_plugins
+    from fulmen.module import Module
     from fulmen.records import AcceleratorSpec, EnvironmentSpec, PrecisionSpec, StrategySpec
+    from fulmen.seed import seed_everything
     from fulmen.trainer import Trainer

@@ -54,9 +54,22 @@ class Precision(Named):
         """Undo loss scaling on the gradients before they are clipped or inspected."""
 
     def optimizer_step(self, optimizer: torch.optim.Optimizer,
-                       closure: Callable[[], Any] | None = None) -> Any:
-        """Step the optimizer (skipping it when scaled gradients overflowed)."""
-        return optimizer.step(closure) if closure is not None else optimizer.step()
+                       closure: Callable[[], Any] | None = None,
+                       after_closure: Callable[[], None] | None = None) -> Any:
+        """Step the optimizer. ``closure`` computes loss and gradients; ``after_closure`` runs
+        between them and the update (hooks, clipping)."""
+        if closure is None:
+            if after_closure is not None:
+                after_closure()
+            return optimizer.step()
+
+        def wrapped() -> Any:
+            result = closure()
+            if after_closure is not None:
+                after_closure()
+            return result
+
+        return optimizer.step(wrapped)
 
     def state_dict(self) -> dict[str, Any]:
         """State to put in checkpoints (a loss scaler's)."""

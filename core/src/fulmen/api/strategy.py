@@ -2,12 +2,16 @@
 
 Composition constructs a strategy from its record (or takes the user's instance) and calls
 :meth:`Strategy.attach` with the accelerator, precision, cluster environment and devices it
-chose. Ranks and world size come from the cluster environment.
+chose. Ranks and world size come from the cluster environment. The Trainer and Lite drive a
+run only through the methods below, so a distributed strategy overrides what it changes
+(wrapping the module, samplers, collectives, checkpoint writing) and nothing in the loops.
 """
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from fulmen.api.naming import Named
@@ -21,18 +25,23 @@ if TYPE_CHECKING:
     from fulmen.api.launcher import Launcher
     from fulmen.api.precision import Precision
 
+STEP_METHODS = ("training_step", "validation_step", "test_step", "predict_step")
+
 
 class Strategy(Named, ABC):
     """Base of every strategy; single-process behaviour lives in ``SingleDeviceStrategy``."""
 
+    accelerator: Accelerator
+    precision: Precision
+    cluster_environment: ClusterEnvironment
+    checkpoint_io: CheckpointIO
+
     def __init__(self) -> None:
-        self.accelerator: Accelerator | None = None
-        self.precision: Precision | None = None
-        self.cluster_environment: ClusterEnvironment | None = None
-        self.checkpoint_io: CheckpointIO | None = None
         self.launcher: Launcher | None = None
         self.parallel_devices: list[torch.device] = []
         self.num_nodes = 1
+        self.module: torch.nn.Module | None = None  # the user's module, unwrapped
+        self.model: torch.nn.Module | None = None  # what forward/step calls go through
 
     def attach(self, *, accelerator: Accelerator, precision: Precision,
                cluster_environment: ClusterEnvironment, parallel_devices: list[torch.device],
@@ -44,7 +53,8 @@ class Strategy(Named, ABC):
         self.accelerator, self.precision = accelerator, precision
         self.cluster_environment, self.launcher = cluster_environment, launcher
         self.parallel_devices, self.num_nodes = list(parallel_devices), num_nodes
-        self.checkpoint_io = checkpoint_io or self.checkpoint_io or TorchCheckpointIO()
+        self.checkpoint_io = checkpoint_io or getattr(self, "checkpoint_io", None) \
+            or TorchCheckpointIO()
         precision.connect(accelerator.device_type)
         if not cluster_environment.creates_processes_externally:
             per_node = self.processes_per_node
@@ -53,12 +63,14 @@ class Strategy(Named, ABC):
                 cluster_environment.node_rank() * per_node + cluster_environment.local_rank())
 
     def _env(self) -> ClusterEnvironment:
-        if self.cluster_environment is None:
+        if getattr(self, "cluster_environment", None) is None:
             from fulmen.errors import FulmenError
 
             raise FulmenError(f"strategy {self.name!r} is not attached to a selection yet; "
                               "construct a Trainer or Lite with it")
         return self.cluster_environment
+
+    # ------------------------------------------------------------------ layout
 
     @property
     def processes_per_node(self) -> int:
@@ -90,9 +102,94 @@ class Strategy(Named, ABC):
     def root_device(self) -> torch.device:
         """The device this process computes on."""
 
+    # ------------------------------------------------------------------ processes
+
+    def launch(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run ``function`` in every process this strategy needs (through its launcher)."""
+        if self.launcher is not None:
+            return self.launcher.launch(function, *args, **kwargs)
+        return function(*args, **kwargs)
+
+    def setup_environment(self) -> None:
+        """In each process, before the model is set up: claim the device (start the group)."""
+        self.accelerator.setup_device(self.root_device)
+
+    def teardown(self) -> None:
+        """Release the devices and the environment after a run."""
+        self.accelerator.teardown()
+        self.cluster_environment.teardown()
+
+    # ------------------------------------------------------------------ model and optimizers
+
     def module_to_device(self, module: torch.nn.Module) -> torch.nn.Module:
         """Move a module (parameters and registered buffers) to ``root_device``."""
         return module.to(self.root_device)
+
+    def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
+        """Convert the module for the precision, move it, and wrap it if the strategy must.
+
+        Sets ``self.module`` (the user's module) and ``self.model`` (what steps go through).
+        """
+        module = self.module_to_device(self.precision.convert_module(module))
+        self.module, self.model = module, self.wrap_module(module)
+        return self.model
+
+    def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
+        """The object forward and step calls go through (DDP wraps here). Default: itself."""
+        return module
+
+    def setup_optimizers(self, optimizers: list[Any]) -> list[Any]:
+        """Adapt optimizers to the wrapped module (sharded strategies rebuild them)."""
+        return optimizers
+
+    def step(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Run ``module.<method>(*args)`` (``training_step``...) through the wrapped model."""
+        module = self.module
+        assert module is not None, "setup_module() first"
+        with self.precision.forward_context():
+            return getattr(module, method)(*args, **kwargs)
+
+    def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        """Backward through the precision (loss scaling)."""
+        self.precision.backward(loss, *args, **kwargs)
+
+    def optimizer_step(self, optimizer: Any, closure: Callable[[], Any] | None = None,
+                       after_closure: Callable[[], None] | None = None) -> Any:
+        """Step ``optimizer``: ``closure`` computes the loss and gradients, ``after_closure``
+        runs before the update (hooks, clipping) on unscaled gradients."""
+        return self.precision.optimizer_step(optimizer, closure, after_closure)
+
+    def clip_gradients(self, module: torch.nn.Module, optimizer: Any, clip_val: float,
+                       algorithm: str = "norm") -> Any:
+        """Clip the gradients of the parameters ``optimizer`` updates, after unscaling."""
+        import torch
+
+        self.precision.unscale_gradients(optimizer)
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        if algorithm == "value":
+            return torch.nn.utils.clip_grad_value_(params, clip_val)
+        return torch.nn.utils.clip_grad_norm_(params, clip_val)
+
+    @contextlib.contextmanager
+    def no_backward_sync(self) -> Iterator[None]:
+        """Skip gradient synchronisation inside (gradient accumulation). Default: nothing to skip."""
+        yield
+
+    # ------------------------------------------------------------------ data
+
+    def process_dataloader(self, dataloader: Any, stage: str, use_distributed_sampler: bool
+                           ) -> Any:
+        """Adapt a dataloader (a distributed sampler...). Default: unchanged."""
+        return dataloader
+
+    def batch_to_device(self, batch: Any, device: torch.device | None = None) -> Any:
+        """Move every tensor of a nested batch to ``device`` (default ``root_device``)."""
+        from fulmen.apply import apply_to_tensors
+
+        target = device or self.root_device
+        return apply_to_tensors(batch, lambda t: t.to(target, non_blocking=True))
+
+    # ------------------------------------------------------------------ collectives
 
     @abstractmethod
     def reduce(self, tensor: Any, reduce_op: str = "mean") -> Any:
@@ -110,9 +207,34 @@ class Strategy(Named, ABC):
     def barrier(self, name: str | None = None) -> None:
         """Wait until every process reaches this point."""
 
-    def teardown(self) -> None:
-        """Release the devices and the environment after a run."""
-        if self.accelerator is not None:
-            self.accelerator.teardown()
-        if self.cluster_environment is not None:
-            self.cluster_environment.teardown()
+    def reduce_boolean_decision(self, decision: bool, all: bool = True) -> bool:
+        """Make every process agree: ``all`` ranks must say True, or ``any`` may."""
+        return decision
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def module_state_dict(self) -> dict[str, Any]:
+        """The user's module state as one dictionary (sharded strategies gather it)."""
+        assert self.module is not None
+        return self.module.state_dict()
+
+    def load_module_state_dict(self, state: dict[str, Any], strict: bool = True) -> Any:
+        assert self.module is not None
+        return self.module.load_state_dict(state, strict=strict)
+
+    def optimizer_state(self, optimizer: Any) -> dict[str, Any]:
+        """One optimizer's state for a checkpoint (sharded strategies consolidate it)."""
+        return dict(optimizer.state_dict())
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: Any) -> None:
+        """Write a checkpoint once: from rank zero."""
+        if self.is_global_zero:
+            self.checkpoint_io.save_checkpoint(checkpoint, path)
+
+    def load_checkpoint(self, path: Any, weights_only: bool = True) -> dict[str, Any]:
+        return self.checkpoint_io.load_checkpoint(path, map_location="cpu",
+                                                  weights_only=weights_only)
+
+    def remove_checkpoint(self, path: Any) -> None:
+        if self.is_global_zero:
+            self.checkpoint_io.remove_checkpoint(path)

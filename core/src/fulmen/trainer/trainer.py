@@ -1,14 +1,28 @@
-"""``Trainer``: composes the plugins at construction and holds the training flags."""
+"""``Trainer``: composes the plugins at construction, then runs fit/validate/test/predict."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import time
 from collections.abc import Sequence
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
+import torch
+
+from fulmen.callbacks.base import Callback
 from fulmen.connector import SelectionReport, select
-from fulmen.errors import ConfigurationError
+from fulmen.datamodule import DataModule
+from fulmen.errors import ConfigurationError, FulmenError
 from fulmen.legacy import translate_flag
+from fulmen.module import Module
+from fulmen.trainer import checkpoint as ckpt
+from fulmen.trainer import data, loops
+from fulmen.trainer.hooks import HookTable
+from fulmen.trainer.optim import LRSchedulerConfig, OptimizerWrapper, parse_optimizers
+from fulmen.trainer.results import Results
 
 
 class Trainer(SelectionReport):
@@ -32,7 +46,7 @@ class Trainer(SelectionReport):
         precision: Any = "32-true",
         plugins: Sequence[Any] | Any | None = None,
         logger: Any = True,
-        callbacks: Sequence[Any] | Any | None = None,
+        callbacks: Sequence[Callback] | Callback | None = None,
         max_epochs: int | None = None,
         min_epochs: int | None = None,
         max_steps: int = -1,
@@ -55,7 +69,7 @@ class Trainer(SelectionReport):
         enable_checkpointing: bool = True,
         enable_progress_bar: bool = True,
         enable_model_summary: bool = True,
-        default_root_dir: str | None = None,
+        default_root_dir: str | Path | None = None,
         use_distributed_sampler: bool = True,
         sync_batchnorm: bool = False,
         gpus: Any = None,
@@ -68,41 +82,573 @@ class Trainer(SelectionReport):
         self.use_distributed_sampler = translate_flag(
             "Trainer", "replace_sampler_ddp", "use_distributed_sampler", replace_sampler_ddp,
             use_distributed_sampler, True)
-        for flag, value in (("max_epochs", max_epochs), ("min_epochs", min_epochs)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value < -1):
-                raise ConfigurationError(f"Trainer({flag}={value!r}): expected an int >= 0, "
-                                         "-1 for no limit, or None")
-        for flag, value in (("accumulate_grad_batches", accumulate_grad_batches),
-                            ("log_every_n_steps", log_every_n_steps)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigurationError(f"Trainer({flag}={value!r}): expected a positive int")
-        self.logger_flag, self.callbacks_flag = logger, callbacks
-        self.max_epochs, self.min_epochs, self.max_steps, self.max_time = (
-            max_epochs, min_epochs, max_steps, max_time)
-        self.limit_train_batches, self.limit_val_batches = limit_train_batches, limit_val_batches
-        self.limit_test_batches = limit_test_batches
-        self.limit_predict_batches = limit_predict_batches
+        _check_int("max_epochs", max_epochs, minimum=-1, optional=True)
+        _check_int("min_epochs", min_epochs, minimum=0, optional=True)
+        _check_int("max_steps", max_steps, minimum=-1)
+        _check_int("accumulate_grad_batches", accumulate_grad_batches, minimum=1)
+        _check_int("log_every_n_steps", log_every_n_steps, minimum=1)
+        _check_int("num_sanity_val_steps", num_sanity_val_steps, minimum=-1)
+        _check_int("check_val_every_n_epoch", check_val_every_n_epoch, minimum=1, optional=True)
+        if gradient_clip_algorithm not in (None, "norm", "value"):
+            raise ConfigurationError(f"Trainer(gradient_clip_algorithm="
+                                     f"{gradient_clip_algorithm!r}): use 'norm' or 'value'")
+        if gradient_clip_val is not None and (isinstance(gradient_clip_val, bool) or not
+                                              isinstance(gradient_clip_val, int | float)
+                                              or gradient_clip_val < 0):
+            raise ConfigurationError(f"Trainer(gradient_clip_val={gradient_clip_val!r}): expected"
+                                     " a number >= 0")
+        if val_check_interval is not None and (
+                isinstance(val_check_interval, bool) or val_check_interval <= 0
+                or (isinstance(val_check_interval, float) and val_check_interval > 1.0)):
+            raise ConfigurationError(f"Trainer(val_check_interval={val_check_interval!r}): give a "
+                                     "number of training batches (int > 0) or a fraction of the "
+                                     "epoch (float in (0, 1])")
+        self.fast_dev_run = _check_fast_dev_run(fast_dev_run)
+        self.limit_train_batches = data.check_limit("limit_train_batches", limit_train_batches)
+        self.limit_val_batches = data.check_limit("limit_val_batches", limit_val_batches)
+        self.limit_test_batches = data.check_limit("limit_test_batches", limit_test_batches)
+        self.limit_predict_batches = data.check_limit("limit_predict_batches",
+                                                      limit_predict_batches)
+        if self.fast_dev_run:
+            n = self.fast_dev_run
+            self.limit_train_batches = self.limit_val_batches = n
+            self.limit_test_batches = self.limit_predict_batches = n
+            max_epochs, max_steps, num_sanity_val_steps, val_check_interval = 1, n, 0, None
+            logger, enable_checkpointing = False, False
+
+        if max_epochs is None and max_steps == -1:
+            max_epochs = 1000
+        self.max_epochs = -1 if max_epochs is None else max_epochs
+        self.min_epochs = min_epochs or 0
+        self.max_steps = max_steps
+        self.max_time = _parse_max_time(max_time)
         self.val_check_interval = val_check_interval
         self.check_val_every_n_epoch = check_val_every_n_epoch
-        self.num_sanity_val_steps, self.fast_dev_run = num_sanity_val_steps, fast_dev_run
+        self.num_sanity_val_steps = num_sanity_val_steps
         self.accumulate_grad_batches = accumulate_grad_batches
         self.gradient_clip_val = gradient_clip_val
-        self.gradient_clip_algorithm = gradient_clip_algorithm
+        self.gradient_clip_algorithm = gradient_clip_algorithm or "norm"
         self.deterministic, self.benchmark = deterministic, benchmark
-        self.detect_anomaly, self.log_every_n_steps = detect_anomaly, log_every_n_steps
-        self.enable_checkpointing = enable_checkpointing
-        self.enable_progress_bar = enable_progress_bar
-        self.enable_model_summary = enable_model_summary
-        self.default_root_dir = default_root_dir
+        self.detect_anomaly = detect_anomaly
+        self.log_every_n_steps = log_every_n_steps
         self.sync_batchnorm = sync_batchnorm
+        self.enable_checkpointing = enable_checkpointing
+        self._default_root_dir = Path(default_root_dir or os.getcwd())
+        self._configure_determinism()
+
+        from fulmen.loggers import resolve_loggers
+
+        self.loggers = resolve_loggers(logger, self._default_root_dir)
+        self.callbacks: list[Callback] = _default_callbacks(
+            _as_list(callbacks, Callback, "callbacks"), enable_checkpointing,
+            enable_progress_bar, enable_model_summary)
+
+        # run state
+        self.module: Module | None = None
+        self.datamodule: DataModule | None = None
+        self.optimizers: list[Any] = []
+        self._lr_scheduler_configs: list[LRSchedulerConfig] = []
+        self.current_epoch = 0
+        self.global_step = 0
+        self.should_stop = False
+        self.state = "initializing"
+        self.sanity_checking = False
+        self.num_training_batches: int | float = 0
+        self.num_val_batches: list[int | float] = []
+        self._results: Results | None = None
+        self._train_results: Results | None = None
+        self._metrics: dict[str, torch.Tensor] = {}
+        self._logged_metrics: dict[str, Any] = {}
+        self._prog_bar_names: set[str] = set()
+        self._hooks: HookTable | None = None
+        self._loop_state: dict[str, Any] = {}
+        self._restore: dict[str, Any] | None = None
+        self._start_time = 0.0
+
+    # ------------------------------------------------------------------ reporting
 
     @property
     def precision(self) -> str:
         """The canonical name of the precision in use (``"32-true"``, ``"bf16-mixed"``...)."""
         return self._selection.precision.name
 
-    def __repr__(self) -> str:
-        return (f"Trainer(accelerator={self.accelerator.name!r}, strategy={self.strategy.name!r}, "
-                f"devices={self.device_ids}, num_nodes={self.num_nodes}, "
-                f"precision={self.precision!r}, environment={self.cluster_environment.name!r})")
+    @property
+    def lightning_module(self) -> Module | None:
+        """The module being run (the name Lightning users know)."""
+        return self.module
+
+    @property
+    def logger(self) -> Any:
+        return self.loggers[0] if self.loggers else None
+
+    @property
+    def default_root_dir(self) -> str:
+        return str(self._default_root_dir)
+
+    @property
+    def log_dir(self) -> str:
+        if self.logger is not None and getattr(self.logger, "log_dir", None):
+            return str(self.logger.log_dir)
+        return str(self._default_root_dir)
+
+    @property
+    def checkpoint_callback(self) -> Any:
+        from fulmen.callbacks import ModelCheckpoint
+
+        return next((c for c in self.callbacks if isinstance(c, ModelCheckpoint)), None)
+
+    @property
+    def early_stopping_callback(self) -> Any:
+        from fulmen.callbacks import EarlyStopping
+
+        return next((c for c in self.callbacks if isinstance(c, EarlyStopping)), None)
+
+    @property
+    def progress_bar_callback(self) -> Any:
+        from fulmen.callbacks.progress import ProgressBar
+
+        return next((c for c in self.callbacks if isinstance(c, ProgressBar)), None)
+
+    @property
+    def training(self) -> bool:
+        return self.state == "fit" and not self.sanity_checking
+
+    @property
+    def validating(self) -> bool:
+        return self.state == "validate"
+
+    @property
+    def testing(self) -> bool:
+        return self.state == "test"
+
+    @property
+    def predicting(self) -> bool:
+        return self.state == "predict"
+
+    @property
+    def lr_scheduler_configs(self) -> list[LRSchedulerConfig]:
+        return list(self._lr_scheduler_configs)
+
+    @property
+    def callback_metrics(self) -> dict[str, torch.Tensor]:
+        """Latest value of everything logged: step values during an epoch, then epoch values."""
+        out = dict(self._metrics)
+        results = self._train_results
+        if results is not None:
+            for entry in results.entries.values():
+                value = results.step_values.get(entry.step_name)
+                if entry.on_step and value is not None:
+                    out[entry.step_name] = value
+                    if entry.on_epoch:
+                        out[entry.name] = value
+        return out
+
+    @property
+    def logged_metrics(self) -> dict[str, Any]:
+        """What was last sent to the loggers."""
+        return dict(self._logged_metrics)
+
+    @property
+    def progress_bar_metrics(self) -> dict[str, float]:
+        """Values logged with ``prog_bar=True``, as floats."""
+        names = set()
+        for results in (self._train_results, self._results):
+            if results is not None:
+                for e in results.entries.values():
+                    if e.prog_bar:
+                        names.update({e.step_name, e.epoch_name})
+        names.update(self._prog_bar_names)
+        return {k: float(v) for k, v in self.callback_metrics.items() if k in names}
+
+    # ------------------------------------------------------------------ public API
+
+    def fit(self, model: Module, train_dataloaders: Any = None, val_dataloaders: Any = None,
+            datamodule: DataModule | None = None, ckpt_path: str | Path | None = None,
+            weights_only: bool = True) -> None:
+        """Train ``model``; validate along the way when validation data exists."""
+        if isinstance(train_dataloaders, DataModule):
+            datamodule, train_dataloaders = train_dataloaders, None
+        self._check_call(model, datamodule, "fit", train_dataloaders, val_dataloaders)
+        self.strategy.launch(self._run, "fit", model, datamodule, ckpt_path, weights_only,
+                             {"train": train_dataloaders, "val": val_dataloaders})
+
+    def validate(self, model: Module | None = None, dataloaders: Any = None,
+                 ckpt_path: str | Path | None = None, datamodule: DataModule | None = None,
+                 verbose: bool = True, weights_only: bool = True) -> list[dict[str, float]]:
+        """Run the validation loop once; returns one dict of metrics per dataloader."""
+        return self._evaluate("validate", model, dataloaders, ckpt_path, datamodule, verbose,
+                              weights_only)
+
+    def test(self, model: Module | None = None, dataloaders: Any = None,
+             ckpt_path: str | Path | None = None, datamodule: DataModule | None = None,
+             verbose: bool = True, weights_only: bool = True) -> list[dict[str, float]]:
+        """Run the test loop; returns one dict of metrics per dataloader."""
+        return self._evaluate("test", model, dataloaders, ckpt_path, datamodule, verbose,
+                              weights_only)
+
+    def predict(self, model: Module | None = None, dataloaders: Any = None,
+                datamodule: DataModule | None = None, ckpt_path: str | Path | None = None,
+                return_predictions: bool = True, weights_only: bool = True) -> Any:
+        """Run ``predict_step`` over the data; a list of outputs (one list per dataloader when
+        there are several)."""
+        if isinstance(dataloaders, DataModule):
+            datamodule, dataloaders = dataloaders, None
+        model = self._check_call(model or self.module, datamodule, "predict", dataloaders)
+        return self.strategy.launch(self._run, "predict", model, datamodule, ckpt_path,
+                                    weights_only, {"predict": dataloaders},
+                                    return_predictions)
+
+    def save_checkpoint(self, filepath: str | Path, weights_only: bool = False) -> None:
+        """Write a checkpoint of the running state (weights only: model and hyper-parameters)."""
+        if self.module is None:
+            raise FulmenError("save_checkpoint needs a model: call it during or after fit")
+        checkpoint = self._dump_checkpoint(weights_only)
+        self.strategy.save_checkpoint(checkpoint, filepath)
+        self.strategy.barrier("save_checkpoint")
+
+    def print(self, *args: Any, **kwargs: Any) -> None:
+        if self.is_global_zero:
+            print(*args, **kwargs)
+
+    # ------------------------------------------------------------------ running a stage
+
+    def _evaluate(self, stage: str, model: Module | None, dataloaders: Any, ckpt_path: Any,
+                  datamodule: DataModule | None, verbose: bool,
+                  weights_only: bool) -> list[dict[str, float]]:
+        if isinstance(dataloaders, DataModule):
+            datamodule, dataloaders = dataloaders, None
+        model = self._check_call(model or self.module, datamodule, stage, dataloaders)
+        key = "val" if stage == "validate" else "test"
+        return self.strategy.launch(self._run, stage, model, datamodule, ckpt_path, weights_only,
+                                    {key: dataloaders}, verbose)
+
+    def _check_call(self, model: Any, datamodule: Any, stage: str, *loaders: Any) -> Module:
+        if model is None:
+            raise ConfigurationError(f"trainer.{stage}() needs a model: pass a fulmen.Module")
+        if not isinstance(model, Module):
+            raise ConfigurationError(f"trainer.{stage}(model=...) got a {type(model).__name__}; "
+                                     "it takes a fulmen.Module (subclass fulmen.Module, or use "
+                                     "fulmen.Lite for a plain torch.nn.Module)")
+        if datamodule is not None and not isinstance(datamodule, DataModule):
+            raise ConfigurationError(f"trainer.{stage}(datamodule=...) got a "
+                                     f"{type(datamodule).__name__}; it takes a fulmen.DataModule")
+        if datamodule is not None and any(x is not None for x in loaders):
+            raise ConfigurationError(f"trainer.{stage}() got both dataloaders and a datamodule; "
+                                     "pass one of them")
+        return model
+
+    def _run(self, stage: str, model: Module, datamodule: DataModule | None, ckpt_path: Any,
+             weights_only: bool, loaders: dict[str, Any], *extra: Any) -> Any:
+        """One stage in this process: set-up, restore, loop, teardown."""
+        self.state, self.module, self.datamodule = stage, model, datamodule
+        self.should_stop = False
+        self._start_time = time.monotonic()
+        self._metrics.clear()
+        model.trainer = self
+        if datamodule is not None:
+            datamodule.trainer = self
+        hook_stage = {"validate": "validate"}.get(stage, stage)
+        self.strategy.setup_environment()
+        self._prepare_data()
+        callbacks_from_model = _as_list(model.configure_callbacks(), Callback,
+                                        "configure_callbacks()")
+        self.callbacks = _merge_callbacks(self.callbacks, callbacks_from_model)
+        self._hooks = HookTable(self, model, self.callbacks)
+        try:
+            if datamodule is not None:
+                datamodule.setup(hook_stage)
+            self._hooks("setup", hook_stage)
+            self.strategy.setup_module(model)
+            if stage == "fit":
+                self._configure_optimizers(model)
+                self._log_hyperparams()
+            self._restore = self._load_for(stage, ckpt_path, weights_only)
+            with self._anomaly_context():
+                if stage == "fit":
+                    result = loops.fit(self, loaders)
+                elif stage == "predict":
+                    result = loops.predict(self, loaders["predict"], *extra)
+                else:
+                    result = loops.evaluate_stage(self, stage, loaders, *extra)
+        except BaseException as exc:
+            self._hooks("on_exception", exc)
+            self._teardown(hook_stage, failed=True)
+            raise
+        self._teardown(hook_stage, failed=False)
+        return result
+
+    def _log_hyperparams(self) -> None:
+        params = dict(self.module.hparams_initial) if self.module is not None else {}
+        if self.datamodule is not None:
+            params.update(self.datamodule.hparams)
+        if self.loggers and self.is_global_zero and getattr(self.module, "_log_hyperparams",
+                                                            True):
+            for lg in self.loggers:
+                lg.log_hyperparams(params)
+
+    def _prepare_data(self) -> None:
+        owners = [o for o in (self.datamodule, self.module) if o is not None]
+        if self.local_rank == 0:
+            for owner in owners:
+                prepare = getattr(owner, "prepare_data", None)
+                if prepare is not None:
+                    prepare()
+        self.strategy.barrier("prepare_data")
+
+    def _teardown(self, stage: str, failed: bool) -> None:
+        errors: list[BaseException] = []
+        for action in (lambda: self._hooks("teardown", stage) if self._hooks else None,
+                       lambda: self.datamodule.teardown(stage) if self.datamodule else None,
+                       lambda: [lg.finalize("failed" if failed else "success")
+                                for lg in self.loggers],
+                       self.strategy.teardown):
+            try:
+                action()
+            except Exception as exc:  # teardown must not hide the original error
+                errors.append(exc)
+        self._results = None
+        if errors and not failed:
+            raise errors[0]
+
+    def _anomaly_context(self) -> Any:
+        if self.detect_anomaly:
+            return torch.autograd.detect_anomaly(check_nan=True)
+        return contextlib.nullcontext()
+
+    def _configure_determinism(self) -> None:
+        if self.deterministic:
+            warn_only = self.deterministic == "warn"
+            torch.use_deterministic_algorithms(True, warn_only=warn_only)
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        if self.benchmark is not None:
+            torch.backends.cudnn.benchmark = self.benchmark
+
+    # ------------------------------------------------------------------ optimization
+
+    def _configure_optimizers(self, model: Module) -> None:
+        self.optimizers, self._lr_scheduler_configs = parse_optimizers(
+            model.configure_optimizers())
+        self.optimizers = self.strategy.setup_optimizers(self.optimizers)
+        if model.automatic_optimization and len(self.optimizers) > 1:
+            raise ConfigurationError(
+                f"configure_optimizers returned {len(self.optimizers)} optimizers; automatic "
+                "optimization steps one. Set self.automatic_optimization = False in __init__ "
+                "and step them yourself in training_step (self.optimizers())")
+
+    def _optimizers_for_user(self, use_wrapper: bool) -> list[Any]:
+        if not self.optimizers:
+            raise FulmenError("self.optimizers() has nothing to return: configure_optimizers "
+                              "runs at the start of trainer.fit")
+        if not use_wrapper:
+            return list(self.optimizers)
+        if not hasattr(self, "_wrapped_optimizers") or len(self._wrapped_optimizers) != len(
+                self.optimizers):
+            self._wrapped_optimizers = [OptimizerWrapper(o, self) for o in self.optimizers]
+        return self._wrapped_optimizers
+
+    def _backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        assert self._hooks is not None
+        self._hooks("on_before_backward", loss)
+        self.strategy.backward(loss, *args, **kwargs)
+        self._hooks("on_after_backward")
+
+    def _after_closure(self, optimizer: Any) -> None:
+        assert self._hooks is not None
+        self._hooks("on_before_optimizer_step", optimizer)
+        if self.gradient_clip_val:
+            self.strategy.clip_gradients(self.strategy.module, optimizer,
+                                         self.gradient_clip_val, self.gradient_clip_algorithm)
+
+    def _manual_optimizer_step(self, optimizer: Any, closure: Any) -> Any:
+        out = self.strategy.optimizer_step(optimizer, closure,
+                                           lambda: self._after_closure(optimizer))
+        self.global_step += 1
+        return out
+
+    # ------------------------------------------------------------------ metrics
+
+    def _new_results(self, stage: str) -> Results:
+        return Results(stage, self.strategy.reduce)
+
+    def _log_to_loggers(self, metrics: dict[str, Any], step: int) -> None:
+        if not metrics:
+            return
+        values = {k: float(v) for k, v in metrics.items()}
+        self._logged_metrics.update(values)
+        if self.loggers and self.is_global_zero:
+            values = {**values, "epoch": float(self.current_epoch)}
+            for lg in self.loggers:
+                lg.log_metrics(values, step=step)
+
+    def _log_step_metrics(self, results: Results) -> None:
+        entries = results.entry_for_step_name()
+        metrics = {name: value for name, value in results.step_values.items()
+                   if entries[name].logger}
+        self._log_to_loggers(metrics, self.global_step)
+
+    def _finish_results(self, results: Results, log: bool = True) -> dict[str, torch.Tensor]:
+        """Epoch values → callback metrics and loggers; returns them."""
+        finished: dict[str, torch.Tensor] = {}
+        to_log: dict[str, torch.Tensor] = {}
+        for name, (entry, value) in results.epoch_values().items():
+            finished[name] = self._metrics[name] = self._metrics[entry.name] = value
+            if entry.prog_bar:
+                self._prog_bar_names.add(name)
+            if entry.logger:
+                to_log[name] = value
+        if log:
+            self._log_to_loggers(to_log, self.global_step)
+        return finished
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def _dump_checkpoint(self, weights_only: bool = False) -> dict[str, Any]:
+        import fulmen
+        from fulmen.seed import rng_states
+
+        assert self.module is not None
+        checkpoint: dict[str, Any] = {
+            ckpt.FORMAT_KEY: fulmen.__version__,
+            "epoch": self.current_epoch,
+            "global_step": self.global_step,
+            "state_dict": self.strategy.module_state_dict(),
+            "hyper_parameters": dict(self.module.hparams),
+        }
+        if not weights_only:
+            checkpoint.update({
+                "loops": {"fit": loops.fit_state(self)},
+                "optimizer_states": [self.strategy.optimizer_state(o) for o in self.optimizers],
+                "lr_schedulers": [c.scheduler.state_dict() for c in self._lr_scheduler_configs],
+                "precision": self.strategy.precision.state_dict(),
+                "rng_states": rng_states(),
+                "callbacks": {c.state_key: c.state_dict() for c in self.callbacks},
+            })
+            if self.datamodule is not None:
+                checkpoint["datamodule"] = self.datamodule.state_dict()
+        for callback in self.callbacks:
+            callback.on_save_checkpoint(self, self.module, checkpoint)
+        self.module.on_save_checkpoint(checkpoint)
+        return checkpoint
+
+    def _resolve_ckpt_path(self, ckpt_path: Any) -> str | None:
+        if ckpt_path is None:
+            return None
+        if ckpt_path in ("last", "best"):
+            cb = self.checkpoint_callback
+            path = None
+            if cb is not None:
+                path = cb.best_model_path if ckpt_path == "best" else cb.find_last()
+            if not path:
+                raise ConfigurationError(
+                    f"ckpt_path={ckpt_path!r}: no {ckpt_path} checkpoint is known "
+                    + ("(no ModelCheckpoint callback)" if cb is None else
+                       f"(ModelCheckpoint dirpath={cb.dirpath!r})")
+                    + "; pass a file path")
+            return str(path)
+        return str(ckpt_path)
+
+    def _load_for(self, stage: str, ckpt_path: Any, weights_only: bool) -> dict[str, Any] | None:
+        path = self._resolve_ckpt_path(ckpt_path)
+        if path is None:
+            return None
+        checkpoint = self.strategy.load_checkpoint(path, weights_only=weights_only) \
+            if Path(path).is_file() else ckpt.read_checkpoint(path, weights_only=weights_only)
+        if "state_dict" not in checkpoint:
+            ckpt.read_checkpoint(path, weights_only=weights_only)  # raises the clear error
+        assert self.module is not None
+        self.module.on_load_checkpoint(checkpoint)
+        ckpt.load_state_into(self.strategy.module, checkpoint["state_dict"], True, path)
+        if stage != "fit":
+            return None
+        ckpt.require_fulmen_format(checkpoint, path)
+        for callback in self.callbacks:
+            state = checkpoint.get("callbacks", {}).get(callback.state_key)
+            if state is not None:
+                callback.load_state_dict(state)
+            callback.on_load_checkpoint(self, self.module, checkpoint)
+        for optimizer, state in zip(self.optimizers, checkpoint.get("optimizer_states", [])):
+            optimizer.load_state_dict(state)
+        for config, state in zip(self._lr_scheduler_configs,
+                                 checkpoint.get("lr_schedulers", [])):
+            config.scheduler.load_state_dict(state)
+        self.strategy.precision.load_state_dict(checkpoint.get("precision", {}))
+        if self.datamodule is not None and "datamodule" in checkpoint:
+            self.datamodule.load_state_dict(checkpoint["datamodule"])
+        self.global_step = checkpoint["global_step"]
+        self.current_epoch = checkpoint["epoch"]
+        return checkpoint
+
+
+def _check_int(flag: str, value: Any, minimum: int, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        extra = ", -1 for no limit" if minimum == -1 else ""
+        raise ConfigurationError(f"Trainer({flag}={value!r}): expected an int >= "
+                                 f"{max(minimum, 0)}{extra}" + (" or None" if optional else ""))
+
+
+def _check_fast_dev_run(value: Any) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int) and value >= 0:
+        return value
+    raise ConfigurationError(f"Trainer(fast_dev_run={value!r}): use True, False or a number of "
+                             "batches")
+
+
+def _parse_max_time(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, dict):
+        return timedelta(**value).total_seconds()
+    if isinstance(value, str):
+        parts = value.split(":")
+        if len(parts) == 4 and all(p.isdigit() for p in parts):
+            days, hours, minutes, seconds = map(int, parts)
+            return timedelta(days=days, hours=hours, minutes=minutes,
+                             seconds=seconds).total_seconds()
+    raise ConfigurationError(f"Trainer(max_time={value!r}): use 'DD:HH:MM:SS', a "
+                             "datetime.timedelta or a dict like {'hours': 2}")
+
+
+def _as_list(value: Any, kind: type, flag: str) -> list[Any]:
+    if value is None:
+        return []
+    items = list(value) if isinstance(value, list | tuple) else [value]
+    for item in items:
+        if not isinstance(item, kind):
+            raise ConfigurationError(f"{flag} got a {type(item).__name__}; it takes "
+                                     f"{kind.__module__.split('.')[0]}.{kind.__name__} objects")
+    return items
+
+
+def _default_callbacks(callbacks: list[Callback], checkpointing: bool, progress: bool,
+                       summary: bool) -> list[Callback]:
+    from fulmen.callbacks import ModelCheckpoint, ModelSummary
+    from fulmen.callbacks.progress import ProgressBar, TQDMProgressBar
+
+    has = {kind: any(isinstance(c, kind) for c in callbacks)
+           for kind in (ModelCheckpoint, ProgressBar, ModelSummary)}
+    if has[ModelCheckpoint] and not checkpointing:
+        raise ConfigurationError("Trainer(enable_checkpointing=False) was given a "
+                                 "ModelCheckpoint callback; drop one of them")
+    extra: list[Callback] = []
+    if summary and not has[ModelSummary]:
+        extra.append(ModelSummary())
+    if progress and not has[ProgressBar]:
+        extra.append(TQDMProgressBar())
+    if checkpointing and not has[ModelCheckpoint]:
+        extra.append(ModelCheckpoint())
+    return callbacks + extra
+
+
+def _merge_callbacks(existing: list[Callback], from_model: list[Callback]) -> list[Callback]:
+    """Callbacks from ``configure_callbacks`` replace the Trainer's of the same type."""
+    if not from_model:
+        return existing
+    kinds = {type(c) for c in from_model}
+    return [c for c in existing if type(c) not in kinds] + from_model
+

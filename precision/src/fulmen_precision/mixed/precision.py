@@ -24,6 +24,7 @@ class MixedPrecision(Precision):
         self.dtype = to_dtype(dtype, "MixedPrecision")
         self.name = "bf16-mixed" if self.dtype == torch.bfloat16 else "16-mixed"
         self.scaler = scaler
+        self._unscaled: set[int] = set()
 
     def connect(self, device_type: str) -> None:
         super().connect(device_type)
@@ -44,16 +45,23 @@ class MixedPrecision(Precision):
         tensor.backward(*args, **kwargs)
 
     def unscale_gradients(self, optimizer: torch.optim.Optimizer) -> None:
-        if self.scaler is not None:
+        # Unscaling twice would corrupt the gradients (GradScaler refuses it): once per update.
+        if self.scaler is not None and id(optimizer) not in self._unscaled:
             self.scaler.unscale_(optimizer)
+            self._unscaled.add(id(optimizer))
 
     def optimizer_step(self, optimizer: torch.optim.Optimizer,
-                       closure: Callable[[], Any] | None = None) -> Any:
+                       closure: Callable[[], Any] | None = None,
+                       after_closure: Callable[[], None] | None = None) -> Any:
         if self.scaler is None:
-            return super().optimizer_step(optimizer, closure)
+            return super().optimizer_step(optimizer, closure, after_closure)
         result = closure() if closure is not None else None
-        self.scaler.step(optimizer)  # skipped when the scaled gradients hold inf/nan
+        self.unscale_gradients(optimizer)  # hooks and clipping see true gradients
+        if after_closure is not None:
+            after_closure()
+        self.scaler.step(optimizer)  # skipped when the gradients hold inf/nan
         self.scaler.update()
+        self._unscaled.clear()
         return result
 
     def state_dict(self) -> dict[str, Any]:

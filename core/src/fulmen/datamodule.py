@@ -1,0 +1,57 @@
+"""``fulmen.DataModule``: everything about the data in one reusable object."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from fulmen.hparams import AttributeDict, init_arguments, select
+
+
+class DataModule:
+    """Override ``prepare_data`` (download, once per node), ``setup(stage)`` (split, per
+    process) and the ``*_dataloader`` methods you need."""
+
+    prepare_data_per_node: bool = True
+
+    def __init__(self) -> None:
+        self.trainer: Any = None
+        self._hparams = AttributeDict()
+
+    def prepare_data(self) -> None:
+        """Download or write data to disk; runs once per node before ``setup``."""
+
+    def setup(self, stage: str) -> None:
+        """Build datasets for ``stage`` (``"fit"``, ``"validate"``, ``"test"``, ``"predict"``)."""
+
+    def teardown(self, stage: str) -> None:
+        """Release what ``setup`` built."""
+
+    def train_dataloader(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} has no train_dataloader")
+
+    def val_dataloader(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} has no val_dataloader")
+
+    def test_dataloader(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} has no test_dataloader")
+
+    def predict_dataloader(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} has no predict_dataloader")
+
+    def state_dict(self) -> dict[str, Any]:
+        """State to save in checkpoints."""
+        return {}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` returned."""
+
+    def save_hyperparameters(self, *names: str, ignore: str | list[str] | None = None) -> None:
+        frame = inspect.currentframe()
+        assert frame is not None and frame.f_back is not None
+        ignore = [ignore] if isinstance(ignore, str) else list(ignore or [])
+        self._hparams.update(select(init_arguments(frame.f_back, self), names, ignore))
+
+    @property
+    def hparams(self) -> AttributeDict:
+        return self._hparams

@@ -1,0 +1,79 @@
+"""``Logger``: the interface the Trainer writes metrics and hyper-parameters to."""
+
+from __future__ import annotations
+
+import os
+import re
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+
+class Logger(ABC):
+    """Subclass and implement ``log_metrics`` and ``log_hyperparams``. The Trainer calls them
+    on global rank zero only."""
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def version(self) -> int | str | None:
+        return None
+
+    @property
+    def log_dir(self) -> str | None:
+        return None
+
+    @abstractmethod
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        """Record ``metrics`` at ``step``."""
+
+    @abstractmethod
+    def log_hyperparams(self, params: dict[str, Any]) -> None:
+        """Record the run's hyper-parameters."""
+
+    def save(self) -> None:
+        """Flush what is buffered."""
+
+    def finalize(self, status: str) -> None:
+        """The run ended (``"success"`` or ``"failed"``); flush and close."""
+        self.save()
+
+
+def next_version(root: Path) -> int:
+    """The first unused ``version_N`` under ``root``."""
+    if not root.is_dir():
+        return 0
+    taken = [int(m.group(1)) for p in root.iterdir()
+             if p.is_dir() and (m := re.fullmatch(r"version_(\d+)", p.name))]
+    return max(taken) + 1 if taken else 0
+
+
+class VersionedDir:
+    """``<root>/<name>/version_<N>``, the version chosen when first needed, on rank zero's
+    numbering (ranks agree through ``FULMEN_LOG_VERSION`` set by the first one)."""
+
+    def __init__(self, root: str | os.PathLike[str], name: str | None,
+                 version: int | str | None) -> None:
+        self._root, self._name, self._version = Path(root), name, version
+
+    @property
+    def name(self) -> str:
+        return self._name or ""
+
+    @property
+    def root_dir(self) -> Path:
+        return self._root / self._name if self._name else self._root
+
+    @property
+    def version(self) -> int | str:
+        if self._version is None:
+            self._version = next_version(self.root_dir)
+        return self._version
+
+    @property
+    def log_dir(self) -> str:
+        version = self.version
+        label = version if isinstance(version, str) else f"version_{version}"
+        return str(self.root_dir / label)

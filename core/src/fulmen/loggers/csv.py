@@ -1,0 +1,93 @@
+"""``CSVLogger``: metrics to ``metrics.csv``, hyper-parameters to ``hparams.yaml``."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+from fulmen.loggers.base import Logger, VersionedDir
+
+
+class CSVLogger(Logger):
+    """Writes ``<save_dir>/<name>/version_<N>/metrics.csv`` (one row per step, a column per
+    metric; the header grows when new metrics appear) and ``hparams.yaml``. No dependencies."""
+
+    def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str = "fulmen_logs",
+                 version: int | str | None = None, flush_logs_every_n_steps: int = 100) -> None:
+        self._dir = VersionedDir(save_dir, name, version)
+        self.flush_every = flush_logs_every_n_steps
+        self._rows: list[dict[str, Any]] = []
+        self._columns: list[str] = []
+        self._written = 0
+        self.hparams: dict[str, Any] = {}
+
+    @property
+    def name(self) -> str:
+        return self._dir.name
+
+    @property
+    def version(self) -> int | str:
+        return self._dir.version
+
+    @property
+    def log_dir(self) -> str:
+        return self._dir.log_dir
+
+    @property
+    def metrics_file_path(self) -> str:
+        return os.path.join(self.log_dir, "metrics.csv")
+
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        row = {"step": step, **metrics}
+        if self._rows and self._rows[-1]["step"] == step:
+            self._rows[-1].update(row)  # same step: one row
+        else:
+            self._rows.append(row)
+        if len(self._rows) >= self.flush_every:
+            self.save()
+
+    def log_hyperparams(self, params: dict[str, Any]) -> None:
+        import yaml
+
+        self.hparams.update(params)
+        Path(self.log_dir).mkdir(parents=True, exist_ok=True)
+        with open(os.path.join(self.log_dir, "hparams.yaml"), "w") as handle:
+            yaml.safe_dump(_plain(self.hparams), handle, sort_keys=True)
+
+    def save(self) -> None:
+        if not self._rows:
+            return
+        Path(self.log_dir).mkdir(parents=True, exist_ok=True)
+        new = [k for row in self._rows for k in row if k not in self._columns]
+        for key in new:
+            if key not in self._columns:
+                self._columns.append(key)
+        path = self.metrics_file_path
+        if new and os.path.exists(path):  # rewrite with the wider header
+            with open(path, newline="") as handle:
+                old = list(csv.DictReader(handle))
+            rows, mode = old + self._rows, "w"
+        else:
+            rows, mode = self._rows, "a" if os.path.exists(path) else "w"
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=self._columns, lineterminator="\n")
+        if mode == "w":
+            writer.writeheader()
+        writer.writerows(rows)
+        with open(path, mode, newline="") as handle:
+            handle.write(buffer.getvalue())
+        self._rows = []
+
+
+def _plain(value: Any) -> Any:
+    """YAML-safe copy: containers kept, other objects written as their repr."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return repr(value)

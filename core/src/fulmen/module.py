@@ -1,0 +1,285 @@
+"""``fulmen.Module``: a ``torch.nn.Module`` that knows how to train itself with a Trainer.
+
+Write ``training_step`` and ``configure_optimizers`` (and ``validation_step`` /
+``test_step`` / ``predict_step`` as needed); override any hook below to run code at that point.
+Nothing here touches a device, a process group or a precision: the Trainer's plugins do.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from fulmen.errors import ConfigurationError, FulmenError
+from fulmen.hparams import AttributeDict, init_arguments, select
+
+if TYPE_CHECKING:
+    from fulmen.trainer.trainer import Trainer
+
+
+class Hooks:
+    """Every hook a Module, DataModule-driven loop or Callback-style user code can override.
+
+    Each does nothing by default. The Trainer calls only the hooks a module overrides.
+    """
+
+    def on_fit_start(self) -> None: ...
+    def on_fit_end(self) -> None: ...
+    def on_train_start(self) -> None: ...
+    def on_train_end(self) -> None: ...
+    def on_train_epoch_start(self) -> None: ...
+    def on_train_epoch_end(self) -> None: ...
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None: ...
+    def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None: ...
+    def on_validation_start(self) -> None: ...
+    def on_validation_end(self) -> None: ...
+    def on_validation_epoch_start(self) -> None: ...
+    def on_validation_epoch_end(self) -> None: ...
+    def on_validation_batch_start(self, batch: Any, batch_idx: int,
+                                  dataloader_idx: int = 0) -> None: ...
+    def on_validation_batch_end(self, outputs: Any, batch: Any, batch_idx: int,
+                                dataloader_idx: int = 0) -> None: ...
+    def on_test_start(self) -> None: ...
+    def on_test_end(self) -> None: ...
+    def on_test_epoch_start(self) -> None: ...
+    def on_test_epoch_end(self) -> None: ...
+    def on_test_batch_start(self, batch: Any, batch_idx: int, dataloader_idx: int = 0) -> None: ...
+    def on_test_batch_end(self, outputs: Any, batch: Any, batch_idx: int,
+                          dataloader_idx: int = 0) -> None: ...
+    def on_predict_start(self) -> None: ...
+    def on_predict_end(self) -> None: ...
+    def on_predict_epoch_start(self) -> None: ...
+    def on_predict_epoch_end(self) -> None: ...
+    def on_predict_batch_start(self, batch: Any, batch_idx: int,
+                               dataloader_idx: int = 0) -> None: ...
+    def on_predict_batch_end(self, outputs: Any, batch: Any, batch_idx: int,
+                             dataloader_idx: int = 0) -> None: ...
+    def on_before_backward(self, loss: torch.Tensor) -> None: ...
+    def on_after_backward(self) -> None: ...
+    def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None: ...
+    def on_before_zero_grad(self, optimizer: torch.optim.Optimizer) -> None: ...
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None: ...
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None: ...
+    def setup(self, stage: str) -> None: ...
+    def teardown(self, stage: str) -> None: ...
+
+
+class Module(Hooks, torch.nn.Module):
+    """Base class for models trained by ``fulmen.Trainer``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._trainer: Trainer | None = None
+        self._hparams: AttributeDict = AttributeDict()
+        self._hparams_initial: AttributeDict = AttributeDict()
+        self.automatic_optimization: bool = True
+
+    # ------------------------------------------------------------------ where it runs
+
+    @property
+    def trainer(self) -> Trainer:
+        if self._trainer is None:
+            raise FulmenError(f"{type(self).__name__} is not attached to a Trainer; it is "
+                              "attached by trainer.fit/validate/test/predict")
+        return self._trainer
+
+    @trainer.setter
+    def trainer(self, trainer: Trainer | None) -> None:
+        self._trainer = trainer
+
+    @property
+    def device(self) -> torch.device:
+        """Where the parameters (or buffers) live; follows ``.to()`` moves."""
+        for tensor in self.parameters():
+            return tensor.device
+        for tensor in self.buffers():
+            return tensor.device
+        return torch.device("cpu")
+
+    @property
+    def dtype(self) -> torch.dtype:
+        for tensor in self.parameters():
+            return tensor.dtype
+        return torch.get_default_dtype()
+
+    @property
+    def global_rank(self) -> int:
+        return self._trainer.global_rank if self._trainer is not None else 0
+
+    @property
+    def local_rank(self) -> int:
+        return self._trainer.local_rank if self._trainer is not None else 0
+
+    @property
+    def current_epoch(self) -> int:
+        return self._trainer.current_epoch if self._trainer is not None else 0
+
+    @property
+    def global_step(self) -> int:
+        return self._trainer.global_step if self._trainer is not None else 0
+
+    def print(self, *args: Any, **kwargs: Any) -> None:
+        """``print`` on global rank zero only."""
+        if self.global_rank == 0:
+            print(*args, **kwargs)
+
+    # ------------------------------------------------------------------ hyper-parameters
+
+    def save_hyperparameters(self, *names: str, ignore: str | list[str] | None = None,
+                             logger: bool = True) -> None:
+        """Record ``__init__`` arguments (all, or those named) in ``self.hparams``; they are
+        written to checkpoints and sent to the logger."""
+        frame = inspect.currentframe()
+        assert frame is not None and frame.f_back is not None
+        arguments = init_arguments(frame.f_back, self)
+        ignore = [ignore] if isinstance(ignore, str) else list(ignore or [])
+        chosen = select(arguments, names, ignore)
+        self._hparams.update(chosen)
+        self._hparams_initial.update(chosen)
+        self._log_hyperparams = logger
+
+    @property
+    def hparams(self) -> AttributeDict:
+        return self._hparams
+
+    @property
+    def hparams_initial(self) -> AttributeDict:
+        return AttributeDict(self._hparams_initial)
+
+    # ------------------------------------------------------------------ steps (override)
+
+    def training_step(self, *args: Any, **kwargs: Any) -> Any:
+        raise ConfigurationError(f"{type(self).__name__} has no training_step; Trainer.fit "
+                                 "needs one that returns the loss")
+
+    def validation_step(self, *args: Any, **kwargs: Any) -> Any:
+        raise ConfigurationError(f"{type(self).__name__} has no validation_step")
+
+    def test_step(self, *args: Any, **kwargs: Any) -> Any:
+        raise ConfigurationError(f"{type(self).__name__} has no test_step; Trainer.test "
+                                 "needs one")
+
+    def predict_step(self, batch: Any, batch_idx: int, dataloader_idx: int = 0) -> Any:
+        """Default: ``self(batch)`` (or ``self(*batch)`` for a tuple/list of inputs)."""
+        if isinstance(batch, list | tuple):
+            return self(*batch)
+        return self(batch)
+
+    def configure_optimizers(self) -> Any:
+        raise ConfigurationError(
+            f"{type(self).__name__} has no configure_optimizers; return an optimizer, a list of "
+            "them, (optimizers, schedulers), or {'optimizer': ..., 'lr_scheduler': ...}")
+
+    def configure_callbacks(self) -> Any:
+        """Callbacks this module always needs (added to the Trainer's)."""
+        return []
+
+    # ------------------------------------------------------------------ batches
+
+    def on_before_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+        return batch
+
+    def transfer_batch_to_device(self, batch: Any, device: torch.device,
+                                 dataloader_idx: int) -> Any:
+        """Move a batch to ``device``; override for custom batch types."""
+        from fulmen.apply import apply_to_tensors
+
+        return apply_to_tensors(batch, lambda t: t.to(device, non_blocking=True))
+
+    def on_after_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+        return batch
+
+    # ------------------------------------------------------------------ logging
+
+    def log(self, name: str, value: Any, prog_bar: bool = False, logger: bool = True,
+            on_step: bool | None = None, on_epoch: bool | None = None, reduce_fx: Any = "mean",
+            sync_dist: bool = False, rank_zero_only: bool = False,
+            batch_size: int | None = None) -> None:
+        """Record a metric for the progress bar, the logger and callbacks (``monitor=``).
+
+        Defaults follow the hook: per step in ``training_step`` and the train batch hooks,
+        per epoch (weighted mean over batches) in validation/test and epoch hooks.
+        """
+        results = self._trainer._results if self._trainer is not None else None
+        if results is None:
+            raise FulmenError(f"self.log({name!r}, ...) was called outside a Trainer hook; "
+                              "log from training_step, validation_step, test_step or hooks")
+        results.log(name, value, prog_bar=prog_bar, logger=logger, on_step=on_step,
+                    on_epoch=on_epoch, reduce_fx=reduce_fx, sync_dist=sync_dist,
+                    rank_zero_only=rank_zero_only, batch_size=batch_size)
+
+    def log_dict(self, dictionary: Mapping[str, Any], **kwargs: Any) -> None:
+        """``self.log`` for every item of ``dictionary`` with the same options."""
+        for name, value in dictionary.items():
+            self.log(name, value, **kwargs)
+
+    # ------------------------------------------------------------------ collectives
+
+    def all_gather(self, data: Any, sync_grads: bool = False) -> Any:
+        """Gather tensors (or nested collections of them) from every process."""
+        from fulmen.apply import apply_to_tensors
+
+        if self._trainer is None:
+            return data
+        strategy = self._trainer.strategy
+        if isinstance(data, list) and data and all(isinstance(t, torch.Tensor) for t in data):
+            data = torch.stack(data)
+        return apply_to_tensors(data, lambda t: strategy.all_gather(t, sync_grads=sync_grads))
+
+    # ------------------------------------------------------------------ manual optimization
+
+    def optimizers(self, use_wrapper: bool = True) -> Any:
+        """The optimizer(s) from ``configure_optimizers``; a single one is returned alone."""
+        opts = self.trainer._optimizers_for_user(use_wrapper)
+        return opts[0] if len(opts) == 1 else opts
+
+    def lr_schedulers(self) -> Any:
+        """The scheduler(s) from ``configure_optimizers`` (None if there are none)."""
+        schedulers = [c.scheduler for c in self.trainer._lr_scheduler_configs]
+        if not schedulers:
+            return None
+        return schedulers[0] if len(schedulers) == 1 else schedulers
+
+    def manual_backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        """``loss.backward()`` through the strategy and precision (use with
+        ``automatic_optimization = False``)."""
+        self.trainer._backward(loss, *args, **kwargs)
+
+    def clip_gradients(self, optimizer: Any, gradient_clip_val: float | None = None,
+                       gradient_clip_algorithm: str | None = None) -> None:
+        if gradient_clip_val:
+            self.trainer.strategy.clip_gradients(self, getattr(optimizer, "optimizer", optimizer),
+                                                 gradient_clip_val,
+                                                 gradient_clip_algorithm or "norm")
+
+    # ------------------------------------------------------------------ utilities
+
+    def freeze(self) -> None:
+        for param in self.parameters():
+            param.requires_grad = False
+        self.eval()
+
+    def unfreeze(self) -> None:
+        for param in self.parameters():
+            param.requires_grad = True
+        self.train()
+
+    @classmethod
+    def load_from_checkpoint(cls, checkpoint_path: str | Path, map_location: Any = None,
+                             strict: bool = True, weights_only: bool = True,
+                             **kwargs: Any) -> Module:
+        """Build the module from the hyper-parameters saved in a checkpoint (``kwargs``
+        override them) and load its weights. Reads fulmen and Lightning checkpoints."""
+        from fulmen.trainer.checkpoint import load_state_into, read_checkpoint
+
+        checkpoint = read_checkpoint(checkpoint_path, map_location, weights_only)
+        hparams = dict(checkpoint.get("hyper_parameters") or {})
+        hparams.update(kwargs)
+        model = cls(**hparams)
+        model.on_load_checkpoint(checkpoint)
+        load_state_into(model, checkpoint["state_dict"], strict, str(checkpoint_path))
+        return model

@@ -1,0 +1,80 @@
+"""Checkpoint contents, reading, and restoring a run from one."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from fulmen.errors import ConfigurationError
+
+FORMAT_KEY = "fulmen_version"
+LIGHTNING_KEYS = ("pytorch-lightning_version", "lightning_version")
+
+
+def read_checkpoint(path: str | Path, map_location: Any = None,
+                    weights_only: bool = True) -> dict[str, Any]:
+    """Load a checkpoint file safely (``weights_only``), with errors that say what to do."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigurationError(f"checkpoint {str(path)!r} does not exist")
+    if path.is_dir():
+        raise ConfigurationError(f"checkpoint {str(path)!r} is a directory; this strategy "
+                                 "reads single-file checkpoints")
+    try:
+        checkpoint = torch.load(path, map_location=map_location or "cpu",
+                                weights_only=weights_only)
+    except pickle.UnpicklingError as exc:
+        if not weights_only:
+            raise ConfigurationError(f"checkpoint {str(path)!r} is not a torch checkpoint: "
+                                     f"{exc}") from exc
+        raise ConfigurationError(
+            f"checkpoint {str(path)!r} holds Python objects that safe loading refuses ({exc}). "
+            "If you trust the file, load it with weights_only=False (e.g. "
+            "trainer.fit(model, ckpt_path=..., weights_only=False))."
+        ) from exc
+    except (RuntimeError, EOFError, ValueError) as exc:
+        raise ConfigurationError(f"checkpoint {str(path)!r} is not a torch checkpoint: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+    if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:
+        keys = sorted(checkpoint)[:10] if isinstance(checkpoint, dict) else type(checkpoint)
+        raise ConfigurationError(f"{str(path)!r} is not a fulmen checkpoint: it has no "
+                                 f"'state_dict' (found {keys})")
+    return checkpoint
+
+
+def require_fulmen_format(checkpoint: dict[str, Any], path: str) -> None:
+    """Resuming needs loop and optimizer state only fulmen writes."""
+    if FORMAT_KEY in checkpoint:
+        return
+    origin = next((k for k in LIGHTNING_KEYS if k in checkpoint), None)
+    hint = (" It was written by Lightning; load its weights with "
+            "YourModule.load_from_checkpoint(path) instead of resuming from it."
+            if origin else "")
+    raise ConfigurationError(f"{path!r} is not a fulmen checkpoint (no {FORMAT_KEY!r} key), so "
+                             f"a run cannot resume from it.{hint}")
+
+
+def load_state_into(module: torch.nn.Module, state: dict[str, Any], strict: bool,
+                    path: str) -> None:
+    """``load_state_dict`` with an error that lists the missing and unexpected keys."""
+    own = set(module.state_dict())
+    missing = sorted(own - set(state))
+    unexpected = sorted(set(state) - own)
+    if strict and (missing or unexpected):
+        raise ConfigurationError(
+            f"checkpoint {path!r} does not fit {type(module).__name__}: missing keys "
+            f"{_few(missing)}, unexpected keys {_few(unexpected)}. Was it saved from another "
+            "model? Pass strict=False to load the keys that match."
+        )
+    try:
+        module.load_state_dict(state, strict=strict)
+    except RuntimeError as exc:  # shapes that differ
+        raise ConfigurationError(f"checkpoint {path!r} does not fit {type(module).__name__}: "
+                                 f"{exc}") from exc
+
+
+def _few(keys: list[str]) -> str:
+    return str(keys) if len(keys) <= 8 else f"{keys[:8]} and {len(keys) - 8} more"

@@ -1,0 +1,74 @@
+"""Finding the dataloaders of a stage and how many batches of each to run."""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from typing import Any
+
+from fulmen.errors import ConfigurationError
+
+METHODS = {"train": "train_dataloader", "val": "val_dataloader", "test": "test_dataloader",
+           "predict": "predict_dataloader"}
+
+
+def resolve(explicit: Any, datamodule: Any, module: Any, kind: str) -> list[Any]:
+    """Loaders passed to the call, else the datamodule's, else the module's; [] if none."""
+    source = explicit
+    if source is None:
+        for owner in (datamodule, module):
+            method = getattr(owner, METHODS[kind], None) if owner is not None else None
+            if method is None:
+                continue
+            try:
+                source = method()
+            except NotImplementedError:
+                continue
+            break
+    if source is None:
+        return []
+    loaders = list(source) if isinstance(source, list | tuple) else [source]
+    for loader in loaders:
+        if not hasattr(loader, "__iter__"):
+            raise ConfigurationError(f"the {kind} dataloader is a {type(loader).__name__}, which "
+                                     "cannot be iterated; return a torch DataLoader")
+    return loaders
+
+
+def check_limit(flag: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or (
+            isinstance(value, float) and value > 1.0):
+        raise ConfigurationError(f"Trainer({flag}={value!r}): give a number of batches (int >= 0)"
+                                 " or a fraction of the dataloader (float in [0.0, 1.0])")
+    return value
+
+
+def num_batches(loader: Any, limit: Any, kind: str) -> int | float:
+    """Batches to run from ``loader`` under ``limit`` (None: all); ``inf`` if unknown."""
+    try:
+        length: int | float = len(loader)
+    except TypeError:
+        length = math.inf
+    if limit is None:
+        return length
+    if isinstance(limit, float):
+        if length == math.inf:
+            if limit in (0.0, 1.0):
+                return 0 if limit == 0.0 else math.inf
+            raise ConfigurationError(f"limit_{kind}_batches={limit} is a fraction, but the {kind}"
+                                     " dataloader has no length; give a number of batches")
+        return int(length * limit) if limit < 1.0 else length
+    return min(limit, length)
+
+
+def seed_workers(loader: Any, rank: int) -> None:
+    """Give workers distinct seeds after ``seed_everything(workers=True)``."""
+    if os.environ.get("FULMEN_SEED_WORKERS") != "1":
+        return
+    if getattr(loader, "num_workers", 0) and getattr(loader, "worker_init_fn", True) is None:
+        from fulmen.seed import worker_init_fn
+
+        loader.worker_init_fn = functools.partial(worker_init_fn, rank=rank)

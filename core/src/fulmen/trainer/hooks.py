@@ -1,0 +1,77 @@
+"""Calling hooks: only the ones a module or callback overrides, in a fixed order.
+
+Order for every hook: callbacks that do not monitor metrics, then the module, then monitoring
+callbacks (checkpointing, early stopping) so they see what the module logged in that hook.
+The table is built once per run, so an empty hook costs one dict lookup per call.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from fulmen.callbacks.base import Callback
+from fulmen.module import Hooks, Module
+
+HOOK_NAMES = [n for n in vars(Hooks) if n.startswith("on_")] + ["setup", "teardown"]
+CALLBACK_ONLY = ["on_sanity_check_start", "on_sanity_check_end", "on_exception"]
+
+
+def _overrides(obj: Any, name: str, base: type) -> bool:
+    method = getattr(type(obj), name, None)
+    return method is not None and method is not getattr(base, name, None)
+
+
+class HookTable:
+    """name → (is_module, callable) pairs for the hooks something overrides."""
+
+    def __init__(self, trainer: Any, module: Module, callbacks: Sequence[Callback]) -> None:
+        self.trainer = trainer
+        plain = [c for c in callbacks if not c.monitors]
+        monitors = [c for c in callbacks if c.monitors]
+        self.table: dict[str, tuple[tuple[bool, Callable[..., Any]], ...]] = {}
+        self.main: dict[str, tuple[tuple[bool, Callable[..., Any]], ...]] = {}
+        self.last: dict[str, tuple[tuple[bool, Callable[..., Any]], ...]] = {}
+        for name in HOOK_NAMES + CALLBACK_ONLY:
+            calls: list[tuple[bool, Callable[..., Any]]] = []
+            calls += [(False, functools.partial(getattr(c, name), trainer, module))
+                      for c in plain if _overrides(c, name, Callback)]
+            if name not in CALLBACK_ONLY and _overrides(module, name, Hooks):
+                calls.append((True, getattr(module, name)))
+            monitoring = [(False, functools.partial(getattr(c, name), trainer, module))
+                          for c in monitors if _overrides(c, name, Callback)]
+            if calls or monitoring:
+                self.table[name] = tuple(calls + monitoring)
+                self.main[name], self.last[name] = tuple(calls), tuple(monitoring)
+
+    def has(self, name: str) -> bool:
+        return name in self.table
+
+    def __call__(self, name: str, *args: Any) -> Any:
+        """Call every implementation; returns the module's result."""
+        return self._run(self.table.get(name), name, args)
+
+    def before_monitors(self, name: str, *args: Any) -> Any:
+        """Plain callbacks and the module only (the monitoring callbacks run later)."""
+        return self._run(self.main.get(name), name, args)
+
+    def monitors(self, name: str, *args: Any) -> Any:
+        return self._run(self.last.get(name), name, args)
+
+    def _run(self, calls: tuple[tuple[bool, Callable[..., Any]], ...] | None, name: str,
+             args: tuple[Any, ...]) -> Any:
+        if not calls:
+            return None
+        results = self.trainer._results
+        previous = results.hook if results is not None else ""
+        out = None
+        for is_module, fn in calls:
+            if results is not None:
+                results.hook = name
+            value = fn(*args)
+            if is_module:
+                out = value
+        if results is not None:
+            results.hook = previous
+        return out

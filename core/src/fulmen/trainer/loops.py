@@ -1,0 +1,503 @@
+"""The fit, evaluation and predict loops, written only against the Strategy base class.
+
+Hot-path rules: no hook call for hooks nobody overrides, no ``.item()`` or device sync the user
+did not ask for, no dict rebuilt per step. Validation inside fit runs with the random state
+saved and restored, so how often you validate never changes how training draws random numbers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import math
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from fulmen.api.precision import Precision
+from fulmen.errors import ConfigurationError
+from fulmen.module import Module
+from fulmen.seed import rng_states, set_rng_states
+from fulmen.trainer import data
+
+if TYPE_CHECKING:
+    from fulmen.trainer.trainer import Trainer
+
+_TRANSFER_HOOKS = ("on_before_batch_transfer", "transfer_batch_to_device",
+                   "on_after_batch_transfer")
+
+
+@contextlib.contextmanager
+def preserved_rng() -> Iterator[None]:
+    state = rng_states()
+    try:
+        yield
+    finally:
+        set_rng_states(state)
+
+
+def make_transfer(trainer: Trainer) -> Callable[[Any, int], Any] | None:
+    """The batch-transfer function, or None when batches need nothing (CPU, no hooks)."""
+    module, strategy = trainer.module, trainer.strategy
+    assert module is not None
+    hooks = any(getattr(type(module), h) is not getattr(Module, h) for h in _TRANSFER_HOOKS)
+    precision = strategy.precision
+    converts = type(precision).convert_input is not Precision.convert_input
+    device = strategy.root_device
+    if not hooks and not converts and device.type == "cpu":
+        return None
+
+    def transfer(batch: Any, dataloader_idx: int = 0) -> Any:
+        batch = module.on_before_batch_transfer(batch, dataloader_idx)
+        batch = module.transfer_batch_to_device(batch, device, dataloader_idx)
+        batch = module.on_after_batch_transfer(batch, dataloader_idx)
+        return precision.convert_input(batch)
+
+    return transfer
+
+
+def _set_epoch(loader: Any, epoch: int) -> None:
+    for holder in (loader, getattr(loader, "sampler", None),
+                   getattr(getattr(loader, "batch_sampler", None), "sampler", None)):
+        if holder is not None and callable(getattr(holder, "set_epoch", None)):
+            holder.set_epoch(epoch)
+
+
+def _loss_of(output: Any) -> torch.Tensor | None:
+    loss = output.get("loss") if isinstance(output, dict) else output
+    if isinstance(output, dict) and "loss" not in output:
+        raise ConfigurationError(f"training_step returned a dict without 'loss' (keys: "
+                                 f"{sorted(output)}); put the loss under 'loss'")
+    if loss is None or type(loss) is torch.Tensor or isinstance(loss, torch.Tensor):
+        if loss is not None and loss.numel() != 1:
+            raise ConfigurationError(f"training_step returned a loss of shape "
+                                     f"{tuple(loss.shape)}; the loss must be a scalar (reduce "
+                                     "it, e.g. .mean())")
+        if loss is not None and not loss.requires_grad:
+            raise ConfigurationError("training_step returned a loss that does not require "
+                                     "grad: was it detached, or computed under torch.no_grad()?")
+        return loss
+    raise ConfigurationError(f"training_step returned a {type(loss).__name__}; return the loss "
+                             "tensor, a dict with 'loss', or None to skip the batch")
+
+
+# ====================================================================== fit
+
+
+def fit_state(trainer: Trainer) -> dict[str, Any]:
+    """Where the fit loop is, for a checkpoint (mid-epoch resume included)."""
+    state = dict(trainer._loop_state)
+    if trainer._train_results is not None:
+        state["results"] = trainer._train_results.state_dict()
+    return state
+
+
+def fit(trainer: Trainer, loaders: dict[str, Any]) -> None:
+    module, strategy, hooks = trainer.module, trainer.strategy, trainer._hooks
+    assert module is not None and hooks is not None
+    train_loaders = data.resolve(loaders["train"], trainer.datamodule, module, "train")
+    if not train_loaders:
+        raise ConfigurationError("trainer.fit found no training data: pass train_dataloaders=, "
+                                 "a datamodule with train_dataloader(), or define "
+                                 "train_dataloader() on the module")
+    if len(train_loaders) > 1:
+        raise ConfigurationError(f"trainer.fit got {len(train_loaders)} training dataloaders; "
+                                 "combine them into one (e.g. a ConcatDataset)")
+    train = strategy.process_dataloader(train_loaders[0], "train",
+                                        trainer.use_distributed_sampler)
+    data.seed_workers(train, trainer.global_rank)
+    n_batches = data.num_batches(train, trainer.limit_train_batches, "train")
+    trainer.num_training_batches = n_batches
+    if n_batches == 0 and trainer.limit_train_batches != 0:
+        raise ConfigurationError("the training dataloader is empty (0 batches): check the "
+                                 "dataset length, batch_size and drop_last")
+    val = _eval_loaders(trainer, "val", loaders.get("val"), during_fit=True)
+    val_every = _val_interval(trainer, n_batches) if val[0] else None
+    if not module.automatic_optimization:
+        for flag, default in (("accumulate_grad_batches", 1), ("gradient_clip_val", None)):
+            if getattr(trainer, flag) not in (default, 0):
+                raise ConfigurationError(f"Trainer({flag}=...) applies to automatic optimization;"
+                                         " with automatic_optimization=False do it in "
+                                         "training_step (self.clip_gradients, stepping every n)")
+
+    restore = trainer._restore or {}
+    loop_state = restore.get("loops", {}).get("fit", {})
+    if restore and loop_state.get("epoch_done", True):
+        trainer.current_epoch = restore["epoch"] + 1
+    module.train()
+    hooks("on_fit_start")
+    if trainer.num_sanity_val_steps and val[0] and n_batches:
+        _sanity_check(trainer, val)
+    hooks("on_train_start")
+    total = trainer.current_epoch * (n_batches if n_batches != math.inf else 0)
+    while not trainer.should_stop and n_batches:
+        if trainer.max_epochs != -1 and trainer.current_epoch >= trainer.max_epochs:
+            break
+        if 0 <= trainer.max_steps <= trainer.global_step:
+            break
+        resume = loop_state if restore and not loop_state.get("epoch_done", True) else None
+        if restore and loop_state.get("epoch_done", True) and "rng_states" in restore:
+            set_rng_states(restore["rng_states"])
+        total = _train_epoch(trainer, train, n_batches, val, val_every, total, resume,
+                             restore.get("rng_states"))
+        restore, loop_state = {}, {}
+        if trainer.should_stop and trainer.current_epoch + 1 < trainer.min_epochs:
+            trainer.should_stop = False  # min_epochs wins over early stopping
+        if _out_of_time(trainer):
+            trainer.should_stop = True
+        trainer.current_epoch += 1
+    hooks("on_train_end")
+    hooks("on_fit_end")
+
+
+def _val_interval(trainer: Trainer, n_batches: int | float) -> int | float:
+    interval = trainer.val_check_interval
+    if interval is None or interval == 1.0:
+        return n_batches
+    if isinstance(interval, float):
+        if n_batches == math.inf:
+            raise ConfigurationError(f"val_check_interval={interval} is a fraction of the epoch, "
+                                     "but the training dataloader has no length; give a number "
+                                     "of batches")
+        return max(1, int(n_batches * interval))
+    if interval > n_batches and trainer.check_val_every_n_epoch is not None:
+        raise ConfigurationError(
+            f"val_check_interval={interval} is larger than the epoch ({n_batches} training "
+            "batches). Use a value <= the number of batches, a fraction like 0.5, or "
+            "check_val_every_n_epoch=None to count batches across epochs")
+    return interval
+
+
+def _should_validate(trainer: Trainer, batch_idx: int, total: int, n_batches: int | float,
+                     every: int | float) -> bool:
+    if trainer.check_val_every_n_epoch is None:
+        return (total + 1) % every == 0
+    if (trainer.current_epoch + 1) % trainer.check_val_every_n_epoch:
+        return False
+    done = batch_idx + 1
+    return done % every == 0 if every < n_batches else done == n_batches
+
+
+def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any,
+                 val_every: int | float | None, total: int, resume: dict[str, Any] | None,
+                 rng_at_save: Any) -> int:
+    module, strategy, hooks = trainer.module, trainer.strategy, trainer._hooks
+    assert module is not None and hooks is not None
+    results = trainer._new_results("train")
+    trainer._train_results = trainer._results = results
+    if resume is not None and "results" in resume:
+        results.load_state_dict(resume["results"])
+    _set_epoch(loader, trainer.current_epoch)
+    hooks("on_train_epoch_start")
+
+    epoch_rng = resume["epoch_rng"] if resume is not None else rng_states()
+    if resume is not None:
+        set_rng_states(epoch_rng)
+    iterator = iter(loader)
+    start = 0
+    if resume is not None:
+        start = resume["batches_done"]
+        for _ in range(start):  # replay the sampler to where the checkpoint was taken
+            next(iterator)
+        set_rng_states(rng_at_save)
+    trainer._loop_state = {"epoch_rng": epoch_rng, "batches_done": start, "epoch_done": False}
+
+    transfer = make_transfer(trainer)
+    automatic = module.automatic_optimization
+    optimizer = trainer.optimizers[0] if automatic and trainer.optimizers else None
+    accumulate = trainer.accumulate_grad_batches
+    step = strategy.step
+    has_start, has_end = hooks.has("on_train_batch_start"), hooks.has("on_train_batch_end")
+    backward_hooks = any(hooks.has(h) for h in ("on_before_backward", "on_after_backward",
+                                               "on_before_zero_grad"))
+    after = (lambda: trainer._after_closure(optimizer)) if (
+        hooks.has("on_before_optimizer_step") or trainer.gradient_clip_val) else None
+    step_schedulers = any(c.interval == "step" for c in trainer._lr_scheduler_configs)
+    loggers = bool(trainer.loggers)
+    log_every = trainer.log_every_n_steps
+    timed = trainer.max_time is not None
+    output: Any = None
+    batch_idx = start - 1
+    for batch_idx in range(start, n_batches) if n_batches != math.inf else _count(start):
+        try:
+            batch = next(iterator)
+        except StopIteration:
+            break
+        if transfer is not None:
+            batch = transfer(batch, 0)
+        results.batch = batch
+        if has_start and hooks("on_train_batch_start", batch, batch_idx) == -1:
+            break
+        stepped = False
+        if automatic:
+            first = batch_idx % accumulate == 0
+            last = (batch_idx + 1) % accumulate == 0 or batch_idx + 1 == n_batches
+
+            def closure() -> Any:
+                nonlocal output
+                results.hook = "training_step"
+                output = step("training_step", batch, batch_idx)
+                loss = _loss_of(output)
+                if loss is None:
+                    return None
+                if first:
+                    if backward_hooks:
+                        hooks("on_before_zero_grad", optimizer)
+                    optimizer.zero_grad(set_to_none=True)
+                if accumulate > 1:
+                    loss = loss / accumulate
+                if backward_hooks:
+                    trainer._backward(loss)
+                else:
+                    strategy.backward(loss)
+                return loss
+
+            if last:
+                strategy.optimizer_step(optimizer, closure, after)
+                trainer.global_step += 1
+                stepped = True
+            else:
+                with strategy.no_backward_sync():
+                    closure()
+        else:
+            before = trainer.global_step
+            results.hook = "training_step"
+            output = step("training_step", batch, batch_idx)
+            stepped = trainer.global_step != before
+        if stepped and step_schedulers:
+            _step_schedulers(trainer, "step")
+        trainer._loop_state["batches_done"] = batch_idx + 1
+        if has_end:
+            hooks("on_train_batch_end", output, batch, batch_idx)
+        if loggers and stepped and trainer.global_step % log_every == 0:
+            trainer._log_step_metrics(results)
+        if val_every is not None and _should_validate(trainer, batch_idx, total, n_batches,
+                                                      val_every):
+            with preserved_rng():
+                evaluate(trainer, "validate", *val, during_fit=True)
+            trainer._results = results
+        total += 1
+        if (0 <= trainer.max_steps <= trainer.global_step) or (timed and _out_of_time(trainer)):
+            trainer.should_stop = True
+        if trainer.should_stop and trainer.current_epoch + 1 >= trainer.min_epochs:
+            break
+    _end_train_epoch(trainer, results)
+    return total
+
+
+def _count(start: int) -> Iterator[int]:
+    i = start
+    while True:
+        yield i
+        i += 1
+
+
+def _end_train_epoch(trainer: Trainer, results: Any) -> None:
+    hooks = trainer._hooks
+    assert hooks is not None
+    trainer._finish_results(results)  # what training_step logged per epoch
+    hooks.before_monitors("on_train_epoch_end")
+    trainer._finish_results(results)  # what on_train_epoch_end logged
+    _step_schedulers(trainer, "epoch")
+    trainer._loop_state["epoch_done"] = True
+    hooks.monitors("on_train_epoch_end")
+    trainer._results = None
+
+
+def _step_schedulers(trainer: Trainer, interval: str) -> None:
+    counter = trainer.global_step if interval == "step" else trainer.current_epoch + 1
+    for config in trainer._lr_scheduler_configs:
+        if config.interval != interval or counter % config.frequency:
+            continue
+        if config.needs_metric:
+            metrics = trainer.callback_metrics
+            value = metrics.get(config.monitor or "")
+            if value is None:
+                message = (f"the lr scheduler monitors {config.monitor!r}, which was never "
+                           f"logged; logged metrics: {sorted(metrics)}")
+                if config.strict:
+                    raise ConfigurationError(message + " (set 'strict': False to skip instead)")
+                warnings.warn(message + "; the scheduler was not stepped", stacklevel=2)
+                continue
+            config.scheduler.step(value)
+        else:
+            config.scheduler.step()
+
+
+def _out_of_time(trainer: Trainer) -> bool:
+    return trainer.max_time is not None and (
+        time.monotonic() - trainer._start_time >= trainer.max_time)
+
+
+def _sanity_check(trainer: Trainer, val: Any) -> None:
+    hooks = trainer._hooks
+    assert hooks is not None
+    n = trainer.num_sanity_val_steps
+    limits = [b if n == -1 else min(b, n) for b in val[1]]
+    trainer.sanity_checking = True
+    hooks("on_sanity_check_start")
+    with preserved_rng():
+        evaluate(trainer, "validate", val[0], limits, during_fit=True, sanity=True)
+    hooks("on_sanity_check_end")
+    trainer.sanity_checking = False
+
+
+# ====================================================================== evaluation
+
+
+def _eval_loaders(trainer: Trainer, kind: str, explicit: Any,
+                  during_fit: bool = False) -> tuple[list[Any], list[int | float]]:
+    module = trainer.module
+    limit = getattr(trainer, f"limit_{kind}_batches")
+    method = "validation_step" if kind == "val" else f"{kind}_step"
+    if limit == 0 or (during_fit and type(module).__dict__.get(method) is None and getattr(
+            type(module), method) is getattr(Module, method)):
+        return [], []
+    loaders = data.resolve(explicit, trainer.datamodule, module, kind)
+    loaders = [trainer.strategy.process_dataloader(d, kind, trainer.use_distributed_sampler)
+               for d in loaders]
+    for loader in loaders:
+        data.seed_workers(loader, trainer.global_rank)
+    counts = [data.num_batches(d, limit, kind) for d in loaders]
+    if during_fit and loaders and not any(counts):
+        warnings.warn(f"every {kind} dataloader is empty; validation is skipped", stacklevel=3)
+        return [], []
+    trainer.num_val_batches = counts if kind == "val" else trainer.num_val_batches
+    return loaders, counts
+
+
+def evaluate_stage(trainer: Trainer, stage: str, loaders: dict[str, Any],
+                   verbose: bool = True) -> list[dict[str, float]]:
+    kind = "val" if stage == "validate" else "test"
+    found = _eval_loaders(trainer, kind, loaders.get(kind))
+    if not found[0]:
+        raise ConfigurationError(f"trainer.{stage} found no {kind} data: pass dataloaders=, a "
+                                 f"datamodule with {data.METHODS[kind]}(), or define "
+                                 f"{data.METHODS[kind]}() on the module")
+    if not any(found[1]):
+        raise ConfigurationError(f"every {kind} dataloader is empty (0 batches)")
+    results = evaluate(trainer, stage, *found)
+    if verbose and trainer.is_global_zero:
+        print_results(stage, results)
+    return results
+
+
+def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int | float],
+             during_fit: bool = False, sanity: bool = False) -> list[dict[str, float]]:
+    module, strategy, hooks = trainer.module, trainer.strategy, trainer._hooks
+    assert module is not None and hooks is not None
+    prefix = "validation" if stage == "validate" else "test"
+    method = f"{prefix}_step"
+    if getattr(type(module), method) is getattr(Module, method):
+        getattr(module, method)()  # raises the clear 'has no ..._step' error
+    results = trainer._new_results("validate" if prefix == "validation" else "test")
+    previous, trainer._results = trainer._results, results
+    was_training = module.training
+    module.eval()
+    transfer = make_transfer(trainer)
+    pass_idx = len(loaders) > 1 and _takes_dataloader_idx(getattr(module, method))
+    hooks(f"on_{prefix}_start")
+    hooks(f"on_{prefix}_epoch_start")
+    with torch.no_grad():
+        for dl_idx, (loader, count) in enumerate(zip(loaders, counts)):
+            results.dataloader_suffix = f"/dataloader_idx_{dl_idx}" if len(loaders) > 1 else ""
+            extra = (dl_idx,) if pass_idx else ()
+            for batch_idx, batch in enumerate(loader):
+                if batch_idx >= count:
+                    break
+                if transfer is not None:
+                    batch = transfer(batch, dl_idx)
+                results.batch = batch
+                hooks(f"on_{prefix}_batch_start", batch, batch_idx, dl_idx)
+                results.hook = method
+                output = strategy.step(method, batch, batch_idx, *extra)
+                hooks(f"on_{prefix}_batch_end", output, batch, batch_idx, dl_idx)
+    results.dataloader_suffix = ""
+    hooks.before_monitors(f"on_{prefix}_epoch_end")
+    if sanity:
+        finished = {name: value for name, (_, value) in results.epoch_values().items()}
+    else:
+        finished = trainer._finish_results(results)
+    hooks.monitors(f"on_{prefix}_epoch_end")
+    hooks(f"on_{prefix}_end")
+    trainer._results = previous
+    if was_training:
+        module.train()
+    return _split_by_loader(finished, len(loaders))
+
+
+def _takes_dataloader_idx(step: Any) -> bool:
+    params = inspect.signature(step).parameters
+    return "dataloader_idx" in params or len(params) >= 3 or any(
+        p.kind is p.VAR_POSITIONAL for p in params.values())
+
+
+def _split_by_loader(metrics: dict[str, torch.Tensor], n: int) -> list[dict[str, float]]:
+    out: list[dict[str, float]] = [{} for _ in range(n)]
+    for name, value in metrics.items():
+        base, _, idx = name.partition("/dataloader_idx_")
+        targets = [int(idx)] if idx.isdigit() else range(n)
+        for i in targets:
+            out[i][name] = float(value)
+    return out
+
+
+def print_results(stage: str, results: list[dict[str, float]]) -> None:
+    """The results table on rank zero."""
+    for i, metrics in enumerate(results):
+        title = f"{stage.capitalize()} results" + (f" (dataloader {i})" if len(results) > 1 else "")
+        width = max([len(k) for k in metrics] + [len("metric")])
+        rule = "-" * (width + 18)
+        print(rule)
+        print(f"{title}")
+        print(rule)
+        print(f"{'metric':<{width}}  {'value':>14}")
+        for name in sorted(metrics):
+            print(f"{name:<{width}}  {metrics[name]:>14.6g}")
+        print(rule)
+
+
+# ====================================================================== predict
+
+
+def predict(trainer: Trainer, explicit: Any, return_predictions: bool = True) -> Any:
+    module, strategy, hooks = trainer.module, trainer.strategy, trainer._hooks
+    assert module is not None and hooks is not None
+    loaders = data.resolve(explicit, trainer.datamodule, module, "predict")
+    if not loaders:
+        raise ConfigurationError("trainer.predict found no data: pass dataloaders=, a datamodule "
+                                 "with predict_dataloader(), or define predict_dataloader()")
+    loaders = [strategy.process_dataloader(d, "predict", trainer.use_distributed_sampler)
+               for d in loaders]
+    counts = [data.num_batches(d, trainer.limit_predict_batches, "predict") for d in loaders]
+    if not any(counts):
+        raise ConfigurationError("every predict dataloader is empty (0 batches)")
+    module.eval()
+    transfer = make_transfer(trainer)
+    pass_idx = len(loaders) > 1 and _takes_dataloader_idx(module.predict_step)
+    all_outputs: list[list[Any]] = []
+    hooks("on_predict_start")
+    hooks("on_predict_epoch_start")
+    with torch.no_grad():
+        for dl_idx, (loader, count) in enumerate(zip(loaders, counts)):
+            outputs: list[Any] = []
+            extra = (dl_idx,) if pass_idx else ()
+            for batch_idx, batch in enumerate(loader):
+                if batch_idx >= count:
+                    break
+                if transfer is not None:
+                    batch = transfer(batch, dl_idx)
+                hooks("on_predict_batch_start", batch, batch_idx, dl_idx)
+                output = strategy.step("predict_step", batch, batch_idx, *extra)
+                hooks("on_predict_batch_end", output, batch, batch_idx, dl_idx)
+                if return_predictions:
+                    outputs.append(strategy.precision.convert_output(output))
+            all_outputs.append(outputs)
+    hooks("on_predict_epoch_end")
+    hooks("on_predict_end")
+    if not return_predictions:
+        return None
+    return all_outputs[0] if len(all_outputs) == 1 else all_outputs

@@ -1,0 +1,123 @@
+"""What ``configure_optimizers`` may return, and the schedulers that come with it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from fulmen.errors import ConfigurationError
+
+_FORMS = ("an optimizer; a list or tuple of optimizers; (optimizers, schedulers); a dict "
+          "{'optimizer': ..., 'lr_scheduler': ...}; or a list of such dicts")
+
+
+@dataclass
+class LRSchedulerConfig:
+    """A scheduler and when to step it (``interval`` 'epoch' or 'step', every ``frequency``)."""
+
+    scheduler: Any
+    interval: str = "epoch"
+    frequency: int = 1
+    monitor: str | None = None
+    strict: bool = True
+    name: str | None = None
+
+    @property
+    def needs_metric(self) -> bool:
+        return isinstance(self.scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
+
+
+def _is_optimizer(obj: Any) -> bool:
+    return isinstance(obj, torch.optim.Optimizer)
+
+
+def parse_optimizers(result: Any) -> tuple[list[Any], list[LRSchedulerConfig]]:
+    """Normalise the return value of ``configure_optimizers``."""
+    def bad(why: str) -> ConfigurationError:
+        return ConfigurationError(f"configure_optimizers returned {_short(result)}: {why}. "
+                                  f"Return {_FORMS}.")
+
+    if result is None:
+        raise bad("nothing to optimize")
+    if _is_optimizer(result):
+        return [result], []
+    if isinstance(result, Mapping):
+        return _from_dicts([result], bad)
+    if isinstance(result, list | tuple):
+        items = list(result)
+        if len(items) == 2 and isinstance(items[0], list | tuple) and isinstance(
+                items[1], list | tuple):
+            optimizers = list(items[0])
+            if not optimizers or not all(_is_optimizer(o) for o in optimizers):
+                raise bad("the first list must hold torch.optim.Optimizer objects")
+            return optimizers, [_scheduler_config(s, bad) for s in items[1]]
+        if items and all(isinstance(i, Mapping) for i in items):
+            return _from_dicts(items, bad)
+        if items and all(_is_optimizer(i) for i in items):
+            return items, []
+    raise bad(f"a {type(result).__name__} is not one of the accepted forms")
+
+
+def _from_dicts(items: Sequence[Mapping[str, Any]], bad: Callable[[str], Exception]
+                ) -> tuple[list[Any], list[LRSchedulerConfig]]:
+    optimizers, schedulers = [], []
+    for item in items:
+        unknown = set(item) - {"optimizer", "lr_scheduler", "monitor"}
+        if unknown:
+            raise bad(f"unknown keys {sorted(unknown)}")
+        if not _is_optimizer(item.get("optimizer")):
+            raise bad("the dict needs 'optimizer': a torch.optim.Optimizer")
+        optimizers.append(item["optimizer"])
+        if item.get("lr_scheduler") is not None:
+            config = _scheduler_config(item["lr_scheduler"], bad)
+            if config.monitor is None and item.get("monitor"):
+                config.monitor = item["monitor"]
+            schedulers.append(config)
+    return optimizers, schedulers
+
+
+def _scheduler_config(obj: Any, bad: Callable[[str], Exception]) -> LRSchedulerConfig:
+    if isinstance(obj, Mapping):
+        unknown = set(obj) - {"scheduler", "interval", "frequency", "monitor", "strict", "name"}
+        if unknown or "scheduler" not in obj:
+            raise bad(f"a scheduler dict needs 'scheduler' and may have interval, frequency, "
+                      f"monitor, strict, name (got {sorted(obj)})")
+        config = LRSchedulerConfig(**obj)
+    else:
+        config = LRSchedulerConfig(obj)
+    if not hasattr(config.scheduler, "step") or not hasattr(config.scheduler, "state_dict"):
+        raise bad(f"{type(config.scheduler).__name__} is not a learning-rate scheduler")
+    if config.interval not in ("epoch", "step"):
+        raise bad(f"interval={config.interval!r} must be 'epoch' or 'step'")
+    if isinstance(config.frequency, bool) or not isinstance(config.frequency, int) or \
+            config.frequency < 1:
+        raise bad(f"frequency={config.frequency!r} must be a positive int")
+    if config.needs_metric and not config.monitor:
+        raise bad("ReduceLROnPlateau needs 'monitor': the name of a logged metric")
+    return config
+
+
+def _short(obj: Any) -> str:
+    text = repr(obj)
+    return text if len(text) < 80 else f"a {type(obj).__name__}"
+
+
+class OptimizerWrapper:
+    """What ``self.optimizers()`` returns under manual optimization: ``step`` goes through the
+    strategy and precision (loss scaling, hooks) and counts the global step."""
+
+    def __init__(self, optimizer: Any, trainer: Any) -> None:
+        self.optimizer = optimizer
+        self._trainer = trainer
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        return self._trainer._manual_optimizer_step(self.optimizer, closure)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self.optimizer.zero_grad(set_to_none=set_to_none)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.optimizer, name)

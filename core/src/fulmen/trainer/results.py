@@ -1,0 +1,243 @@
+"""What ``self.log`` records, and how step and epoch values reach callbacks, the progress bar
+and the logger.
+
+Per step, a log call stores a detached tensor (no ``.item()``, no device sync, no dict
+rebuilt); epoch values are weighted means (or the chosen reduction) computed once at the end of
+the epoch. Floats are made only when something reads them.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from fulmen.errors import ConfigurationError
+
+# hook → (on_step, on_epoch) defaults; hooks not listed refuse self.log.
+STEP, EPOCH = (True, False), (False, True)
+DEFAULTS: dict[str, tuple[bool, bool]] = {
+    **dict.fromkeys(("training_step", "on_train_batch_start", "on_train_batch_end",
+                     "on_before_backward", "on_after_backward", "on_before_optimizer_step",
+                     "on_before_zero_grad"), STEP),
+    **dict.fromkeys(("on_train_start", "on_train_epoch_start", "on_train_epoch_end",
+                     "validation_step", "on_validation_batch_start", "on_validation_batch_end",
+                     "on_validation_start", "on_validation_epoch_start",
+                     "on_validation_epoch_end", "test_step", "on_test_batch_start",
+                     "on_test_batch_end", "on_test_start", "on_test_epoch_start",
+                     "on_test_epoch_end"), EPOCH),
+}
+REDUCTIONS = {"mean", "sum", "max", "min"}
+_FOLD_AT = 1024
+
+
+def _metric_type() -> type | None:
+    """torchmetrics.Metric when torchmetrics is already imported (never imported here)."""
+    module = sys.modules.get("torchmetrics")
+    return getattr(module, "Metric", None) if module is not None else None
+
+
+@dataclass
+class LoggedValue:
+    """One ``(hook, name)``: its options, last step value and epoch accumulation."""
+
+    name: str
+    hook: str
+    prog_bar: bool
+    logger: bool
+    on_step: bool
+    on_epoch: bool
+    reduce_fx: str
+    sync_dist: bool
+    rank_zero_only: bool
+    step_name: str = ""
+    epoch_name: str = ""
+    metric: Any = None  # a torchmetrics.Metric, computed at epoch end
+    values: list[torch.Tensor] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        both = self.on_step and self.on_epoch
+        self.step_name = f"{self.name}_step" if both else self.name
+        self.epoch_name = f"{self.name}_epoch" if both else self.name
+
+    def add(self, value: torch.Tensor, size: int) -> None:
+        self.values.append(value)
+        self.sizes.append(size)
+        if len(self.values) >= _FOLD_AT:
+            folded = self.reduce(self.values, self.sizes)
+            self.values, self.sizes = [folded], [sum(self.sizes)]
+
+    def reduce(self, values: list[torch.Tensor], sizes: list[int]) -> torch.Tensor:
+        stacked = torch.stack([v.float() for v in values])
+        if self.reduce_fx == "mean":
+            weights = torch.tensor(sizes, dtype=stacked.dtype, device=stacked.device)
+            return (stacked * weights).sum() / weights.sum()
+        return getattr(stacked, self.reduce_fx)()
+
+    def epoch_value(self) -> torch.Tensor | None:
+        """The epoch's reduction; the accumulation is consumed (a second call gives None
+        unless new values were logged since)."""
+        if self.metric is not None:
+            if not getattr(self.metric, "_update_count", 1):
+                return None
+            value = self.metric.compute()
+            self.metric.reset()
+            return torch.as_tensor(value).detach()
+        if not self.values:
+            return None
+        value = self.reduce(self.values, self.sizes)
+        self.values, self.sizes = [], []
+        return value
+
+
+class Results:
+    """The values logged during one stage (a training epoch, a validation run...)."""
+
+    def __init__(self, stage: str, reduce: Callable[[torch.Tensor, str], torch.Tensor]) -> None:
+        self.stage = stage
+        self.hook = ""  # set by the Trainer around each hook call
+        self.batch: Any = None  # the current batch, for batch-size inference
+        self.dataloader_suffix = ""
+        self._reduce = reduce
+        self._pending: dict[str, Any] = {}  # epoch accumulations from a mid-epoch checkpoint
+        self.entries: dict[tuple[str, str], LoggedValue] = {}
+        self.step_values: dict[str, torch.Tensor] = {}  # step_name -> last value
+        self._batch_size_cache: tuple[int, int] | None = None
+
+    # ------------------------------------------------------------------ self.log
+
+    def log(self, name: str, value: Any, *, prog_bar: bool, logger: bool, on_step: bool | None,
+            on_epoch: bool | None, reduce_fx: Any, sync_dist: bool, rank_zero_only: bool,
+            batch_size: int | None) -> None:
+        key = (self.hook, name)
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = self._register(name, value, prog_bar, logger, on_step, on_epoch, reduce_fx,
+                                   sync_dist, rank_zero_only)
+        if entry.metric is not None:
+            step_value = getattr(value, "_forward_cache", None)
+            if entry.on_step and step_value is not None:
+                self.step_values[entry.step_name] = torch.as_tensor(step_value).detach()
+            return
+        if type(value) is not torch.Tensor:
+            value = self._as_tensor(name, value)
+        elif value.numel() != 1:
+            raise ConfigurationError(f"self.log({name!r}, ...) in {self.hook}: the value must be "
+                                     f"a scalar, got a tensor of shape {tuple(value.shape)}; "
+                                     "reduce it first (e.g. .mean())")
+        value = value.detach()
+        if entry.on_step:
+            if entry.sync_dist and not entry.rank_zero_only:
+                value = self._reduce(value, entry.reduce_fx)
+            self.step_values[entry.step_name] = value
+        if entry.on_epoch:
+            entry.add(value, batch_size if batch_size is not None else self._batch_size())
+
+    def _register(self, name: str, value: Any, prog_bar: bool, logger: bool,
+                  on_step: bool | None, on_epoch: bool | None, reduce_fx: Any, sync_dist: bool,
+                  rank_zero_only: bool) -> LoggedValue:
+        defaults = DEFAULTS.get(self.hook)
+        if defaults is None:
+            raise ConfigurationError(
+                f"self.log({name!r}, ...) is not supported in {self.hook or 'this place'}; "
+                f"log from one of: {', '.join(sorted(DEFAULTS))}")
+        if not isinstance(name, str) or not name:
+            raise ConfigurationError(f"self.log(name={name!r}): the name must be a non-empty "
+                                     "string")
+        fx = reduce_fx.__name__ if callable(reduce_fx) else reduce_fx
+        fx = {"amax": "max", "amin": "min"}.get(fx, fx)
+        if fx not in REDUCTIONS:
+            raise ConfigurationError(f"self.log({name!r}, reduce_fx={reduce_fx!r}): use one of "
+                                     f"{sorted(REDUCTIONS)}")
+        on_step = defaults[0] if on_step is None else on_step
+        on_epoch = defaults[1] if on_epoch is None else on_epoch
+        if on_step and self.stage != "train":
+            raise ConfigurationError(f"self.log({name!r}, on_step=True) in {self.hook}: "
+                                     "validation and test metrics are per epoch; drop on_step")
+        if not (on_step or on_epoch):
+            raise ConfigurationError(f"self.log({name!r}, on_step=False, on_epoch=False) logs "
+                                     "nothing; set one of them")
+        full = name + self.dataloader_suffix
+        for other in self.entries.values():
+            if other.name == full and other.hook != self.hook:
+                raise ConfigurationError(f"self.log({name!r}) is called from both "
+                                         f"{other.hook} and {self.hook}; use different names")
+        metric_type = _metric_type()
+        is_metric = metric_type is not None and isinstance(value, metric_type)
+        entry = LoggedValue(full, self.hook, prog_bar, logger, on_step, on_epoch, fx, sync_dist,
+                            rank_zero_only, metric=value if is_metric else None)
+        self.entries[(self.hook, name)] = entry
+        saved = self._pending.pop(f"{entry.hook}|{entry.name}", None)
+        if saved is not None:
+            entry.values, entry.sizes = list(saved["values"]), list(saved["sizes"])
+        return entry
+
+    def _as_tensor(self, name: str, value: Any) -> torch.Tensor:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            try:  # numpy scalars and 0-d arrays
+                import numpy as np
+
+                if isinstance(value, np.generic | np.ndarray) and np.size(value) == 1:
+                    return torch.as_tensor(value).reshape(())
+            except ImportError:  # pragma: no cover
+                pass
+            raise ConfigurationError(f"self.log({name!r}, {value!r}) in {self.hook}: the value "
+                                     "must be a number, a scalar tensor or a torchmetrics Metric,"
+                                     f" not {type(value).__name__}")
+        return torch.tensor(float(value))
+
+    def _batch_size(self) -> int:
+        batch = self.batch
+        if self._batch_size_cache is not None and self._batch_size_cache[0] == id(batch):
+            return self._batch_size_cache[1]
+        size = _infer_batch_size(batch)
+        self._batch_size_cache = (id(batch), size)
+        return size
+
+    # ------------------------------------------------------------------ reading
+
+    def epoch_values(self) -> dict[str, tuple[LoggedValue, torch.Tensor]]:
+        """Reduce every epoch-level value (with ``sync_dist`` across processes)."""
+        out = {}
+        for entry in self.entries.values():
+            if not entry.on_epoch:
+                continue
+            value = entry.epoch_value()
+            if value is None:
+                continue
+            if entry.sync_dist and not entry.rank_zero_only and entry.metric is None:
+                value = self._reduce(value, entry.reduce_fx)
+            out[entry.epoch_name] = (entry, value)
+        return out
+
+    def entry_for_step_name(self) -> dict[str, LoggedValue]:
+        return {e.step_name: e for e in self.entries.values() if e.on_step}
+
+    def state_dict(self) -> dict[str, Any]:
+        """Epoch accumulations, for a mid-epoch checkpoint."""
+        return {f"{e.hook}|{e.name}": {"values": list(e.values), "sizes": list(e.sizes)}
+                for e in self.entries.values() if e.on_epoch and e.metric is None}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Accumulations are restored when their first value of the epoch is logged again."""
+        self._pending = dict(state)
+
+
+def _infer_batch_size(batch: Any) -> int:
+    if isinstance(batch, torch.Tensor):
+        return int(batch.shape[0]) if batch.ndim else 1
+    if isinstance(batch, dict):
+        for value in batch.values():
+            size = _infer_batch_size(value)
+            if size:
+                return size
+    if isinstance(batch, list | tuple):
+        for value in batch:
+            size = _infer_batch_size(value)
+            if size:
+                return size
+    return 1
