@@ -2,6 +2,10 @@
 
 ``fulmen plugins [--json] [--detect]`` lists every plugin with its distribution and status, every
 registered name per kind, and with ``--detect`` what each detector answers here.
+
+``fulmen fit|validate|test|predict --config FILE.yaml`` builds the model, data and trainer from a
+LightningCLI-style config (``model:``/``data:`` with ``class_path`` + ``init_args``,
+``trainer:`` with the Trainer's flags) and runs the stage; see :mod:`fulmen.run_cli`.
 """
 
 from __future__ import annotations
@@ -18,15 +22,26 @@ from fulmen.errors import FulmenError
 from fulmen.manager import PluginManager, get_plugin_manager
 
 
+STAGES = ("fit", "validate", "test", "predict")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] in STAGES:  # jsonargparse is imported only for these
+        from fulmen.run_cli import run
+
+        return run(args_list)
     parser = argparse.ArgumentParser(prog="fulmen", description="fulmen: hardware-agnostic "
                                      "PyTorch training on plugins")
     sub = parser.add_subparsers(dest="command", required=True)
+    for stage in STAGES:
+        sub.add_parser(stage, help=f"{stage} from a config: fulmen {stage} --config FILE.yaml "
+                       f"(fulmen {stage} --help lists every option)", add_help=False)
     plugins = sub.add_parser("plugins", help="list plugins, registered names and detection")
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
     plugins.add_argument("--detect", action="store_true",
                          help="show what every detector answers on this machine")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(args_list)
     try:
         return _plugins(args.json, args.detect)
     except FulmenError as exc:

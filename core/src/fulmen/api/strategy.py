@@ -28,6 +28,15 @@ if TYPE_CHECKING:
 STEP_METHODS = ("training_step", "validation_step", "test_step", "predict_step")
 
 
+def _base_forward_context() -> Any:
+    from fulmen.api.precision import Precision
+
+    return Precision.forward_context
+
+
+_BASE_FORWARD_CONTEXT = _base_forward_context()
+
+
 class Strategy(Named, ABC):
     """Base of every strategy; single-process behaviour lives in ``SingleDeviceStrategy``."""
 
@@ -143,9 +152,11 @@ class Strategy(Named, ABC):
         return optimizers
 
     def step(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """Run ``module.<method>(*args)`` (``training_step``...) through the wrapped model."""
+        """Run ``module.<method>(*args)`` (``training_step``...) in the precision's context."""
         module = self.module
         assert module is not None, "setup_module() first"
+        if type(self.precision).forward_context is _BASE_FORWARD_CONTEXT:  # nothing to enter
+            return getattr(module, method)(*args, **kwargs)
         with self.precision.forward_context():
             return getattr(module, method)(*args, **kwargs)
 

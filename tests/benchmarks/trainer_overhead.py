@@ -1,0 +1,119 @@
+"""Benchmark: Trainer.fit against a plain PyTorch loop on a tiny MLP, in the same run.
+
+Tiny MLP 32 -> 64 -> 2, batch 64, 3000 optimizer steps, torch.set_num_threads(1), SGD, the same
+DataLoader (shuffled, 32 000 samples: 500 steps per epoch) for both. Goals: lean Trainer
+(progress bar, logger, checkpointing and summary off) <= 1.10x the plain loop's time per step;
+defaults on <= 1.25x. Also the time from `import fulmen` to a constructed Trainer against
+`import torch` alone (goal <= 1.05x). Prints the figures; asserts nothing about time.
+
+    .venv/bin/python tests/benchmarks/trainer_overhead.py
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+STEPS, BATCH, SAMPLES, REPEATS = 3000, 64, 32_000, 5
+
+
+def make_loader() -> DataLoader:
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(SAMPLES, 32, generator=g)
+    y = (x[:, 0] > 0).long()
+    return DataLoader(TensorDataset(x, y), batch_size=BATCH, shuffle=True)
+
+
+def make_net() -> torch.nn.Module:
+    return torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 2))
+
+
+def plain(loader: DataLoader) -> float:
+    model = make_net()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    step = 0
+    start = time.perf_counter()
+    while step < STEPS:
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            step += 1
+            if step == STEPS:
+                break
+    return (time.perf_counter() - start) / STEPS
+
+
+def fulmen_fit(loader: DataLoader, lean: bool, root: str) -> float:
+    import fulmen
+
+    class Tiny(fulmen.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = make_net()
+
+        def training_step(self, batch, batch_idx):  # type: ignore[no-untyped-def]
+            x, y = batch
+            loss = torch.nn.functional.cross_entropy(self.net(x), y)
+            self.log("loss", loss)
+            return loss
+
+        def configure_optimizers(self):  # type: ignore[no-untyped-def]
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    flags = dict(enable_progress_bar=False, enable_checkpointing=False,
+                 enable_model_summary=False, logger=False) if lean else {}
+    trainer = fulmen.Trainer(max_steps=STEPS, default_root_dir=root, num_sanity_val_steps=0,
+                             **flags)
+    start = time.perf_counter()
+    trainer.fit(Tiny(), loader)
+    return (time.perf_counter() - start) / STEPS
+
+
+def startup() -> tuple[float, float]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+    def best(code: str) -> float:
+        times = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True, env=env)
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    return (best("import torch"),
+            best("import fulmen; fulmen.Trainer(logger=False, enable_progress_bar=False)"))
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    loader = make_loader()
+    plain(loader)  # warm-up
+    rows: dict[str, list[float]] = {"plain": [], "lean": [], "defaults": []}
+    with tempfile.TemporaryDirectory() as root:
+        for _ in range(REPEATS):  # interleaved, so drift hits all three alike
+            rows["plain"].append(plain(loader))
+            rows["lean"].append(fulmen_fit(loader, True, root))
+            rows["defaults"].append(fulmen_fit(loader, False, root))
+    base = statistics.median(rows["plain"])
+    print(f"tiny MLP, {STEPS} steps, batch {BATCH}, 1 thread, median of {REPEATS}; "
+          f"stdout is {'a terminal' if sys.stdout.isatty() else 'not a terminal (no bars)'}")
+    for name, goal in (("plain", None), ("lean", 1.10), ("defaults", 1.25)):
+        t = statistics.median(rows[name])
+        goal_text = f" (goal <= {goal:.2f}x)" if goal else ""
+        print(f"  {name:<9} {t * 1e6:7.1f} us/step  {t / base:5.3f}x{goal_text}")
+    torch_s, fulmen_s = startup()
+    print(f"import torch: {torch_s * 1000:.0f} ms; import fulmen + Trainer(): "
+          f"{fulmen_s * 1000:.0f} ms -> {fulmen_s / torch_s:.3f}x (goal <= 1.05x)")
+
+
+if __name__ == "__main__":
+    main()
