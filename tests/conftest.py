@@ -69,6 +69,7 @@ def fake_dists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fake
 
 
 FIXTURES = Path(__file__).parent / "fixtures"
+sys.path.insert(0, str(FIXTURES))  # tiny_models: importable by tests and by class_path
 
 
 @pytest.fixture

@@ -479,6 +479,7 @@ def predict(trainer: Trainer, explicit: Any, return_predictions: bool = True) ->
     transfer = make_transfer(trainer)
     pass_idx = len(loaders) > 1 and _takes_dataloader_idx(module.predict_step)
     all_outputs: list[list[Any]] = []
+    results = trainer._results = trainer._new_results("predict")  # so self.log can refuse
     hooks("on_predict_start")
     hooks("on_predict_epoch_start")
     with torch.no_grad():
@@ -491,6 +492,7 @@ def predict(trainer: Trainer, explicit: Any, return_predictions: bool = True) ->
                 if transfer is not None:
                     batch = transfer(batch, dl_idx)
                 hooks("on_predict_batch_start", batch, batch_idx, dl_idx)
+                results.hook = "predict_step"
                 output = strategy.step("predict_step", batch, batch_idx, *extra)
                 hooks("on_predict_batch_end", output, batch, batch_idx, dl_idx)
                 if return_predictions:
@@ -498,6 +500,7 @@ def predict(trainer: Trainer, explicit: Any, return_predictions: bool = True) ->
             all_outputs.append(outputs)
     hooks("on_predict_epoch_end")
     hooks("on_predict_end")
+    trainer._results = None
     if not return_predictions:
         return None
     return all_outputs[0] if len(all_outputs) == 1 else all_outputs

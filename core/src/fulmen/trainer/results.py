@@ -113,7 +113,7 @@ class Results:
     def log(self, name: str, value: Any, *, prog_bar: bool, logger: bool, on_step: bool | None,
             on_epoch: bool | None, reduce_fx: Any, sync_dist: bool, rank_zero_only: bool,
             batch_size: int | None) -> None:
-        key = (self.hook, name)
+        key = (self.hook, name + self.dataloader_suffix)
         entry = self.entries.get(key)
         if entry is None:
             entry = self._register(name, value, prog_bar, logger, on_step, on_epoch, reduce_fx,
@@ -170,7 +170,7 @@ class Results:
         is_metric = metric_type is not None and isinstance(value, metric_type)
         entry = LoggedValue(full, self.hook, prog_bar, logger, on_step, on_epoch, fx, sync_dist,
                             rank_zero_only, metric=value if is_metric else None)
-        self.entries[(self.hook, name)] = entry
+        self.entries[(self.hook, full)] = entry
         saved = self._pending.pop(f"{entry.hook}|{entry.name}", None)
         if saved is not None:
             entry.values, entry.sizes = list(saved["values"]), list(saved["sizes"])
