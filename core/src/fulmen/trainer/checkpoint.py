@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import pickle
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from fulmen.api.checkpoint_io import safe_load
 from fulmen.errors import ConfigurationError
 
 FORMAT_KEY = "fulmen_version"
@@ -17,32 +17,16 @@ LIGHTNING_KEYS = ("pytorch-lightning_version", "lightning_version")
 def read_checkpoint(path: str | Path, map_location: Any = None,
                     weights_only: bool = True) -> dict[str, Any]:
     """Load a checkpoint file safely (``weights_only``), with errors that say what to do."""
-    path = Path(path)
-    if not path.exists():
-        raise ConfigurationError(f"checkpoint {str(path)!r} does not exist")
-    if path.is_dir():
-        raise ConfigurationError(f"checkpoint {str(path)!r} is a directory; this strategy "
-                                 "reads single-file checkpoints")
-    try:
-        checkpoint = torch.load(path, map_location=map_location or "cpu",
-                                weights_only=weights_only)
-    except pickle.UnpicklingError as exc:
-        if not weights_only:
-            raise ConfigurationError(f"checkpoint {str(path)!r} is not a torch checkpoint: "
-                                     f"{exc}") from exc
-        raise ConfigurationError(
-            f"checkpoint {str(path)!r} holds Python objects that safe loading refuses ({exc}). "
-            "If you trust the file, load it with weights_only=False (e.g. "
-            "trainer.fit(model, ckpt_path=..., weights_only=False))."
-        ) from exc
-    except (RuntimeError, EOFError, ValueError) as exc:
-        raise ConfigurationError(f"checkpoint {str(path)!r} is not a torch checkpoint: "
-                                 f"{type(exc).__name__}: {exc}") from exc
+    checkpoint = safe_load(path, map_location, weights_only)
+    require_state_dict(checkpoint, str(path))
+    return checkpoint  # type: ignore[no-any-return]
+
+
+def require_state_dict(checkpoint: Any, path: str) -> None:
     if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:
         keys = sorted(checkpoint)[:10] if isinstance(checkpoint, dict) else type(checkpoint)
-        raise ConfigurationError(f"{str(path)!r} is not a fulmen checkpoint: it has no "
+        raise ConfigurationError(f"{path!r} is not a fulmen checkpoint: it has no "
                                  f"'state_dict' (found {keys})")
-    return checkpoint
 
 
 def require_fulmen_format(checkpoint: dict[str, Any], path: str) -> None:

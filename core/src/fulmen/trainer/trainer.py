@@ -551,10 +551,8 @@ class Trainer(SelectionReport):
         path = self._resolve_ckpt_path(ckpt_path)
         if path is None:
             return None
-        checkpoint = self.strategy.load_checkpoint(path, weights_only=weights_only) \
-            if Path(path).is_file() else ckpt.read_checkpoint(path, weights_only=weights_only)
-        if "state_dict" not in checkpoint:
-            ckpt.read_checkpoint(path, weights_only=weights_only)  # raises the clear error
+        checkpoint = self.strategy.load_checkpoint(path, weights_only=weights_only)
+        ckpt.require_state_dict(checkpoint, path)
         assert self.module is not None
         self.module.on_load_checkpoint(checkpoint)
         ckpt.load_state_into(self.strategy.module, checkpoint["state_dict"], True, path)
