@@ -120,15 +120,14 @@ class ModelCheckpoint(Callback):
             path = self._path(metrics, trainer)
             previous = self.best_model_path
             self._write(trainer, path)
-            if self.save_top_k == 1 and previous and previous != path and previous != \
-                    self.last_model_path:
+            if self.save_top_k == 1 and previous and previous != path:
                 trainer.strategy.remove_checkpoint(previous)
             self.best_model_path = path
         if self.save_last:
             self.last_model_path = str(self.dirpath / f"last{self.CHECKPOINT_EXT}")
             self._write(trainer, self.last_model_path)
-        elif self.save_last is None or self.monitor is None:
-            self.last_model_path = self.best_model_path or self.last_model_path
+        elif self.monitor is None:  # without save_last, the newest checkpoint is the last one
+            self.last_model_path = self.best_model_path
 
     def _save_top_k(self, trainer: Any, current: float, metrics: dict[str, float]) -> None:
         if self.save_top_k == 0 or math.isnan(current):
