@@ -24,7 +24,8 @@ from fulmen.trainer import Trainer
 
 def build_parser(stage: str) -> ArgumentParser:
     parser = ArgumentParser(prog=f"fulmen {stage}", description=f"Run Trainer.{stage} from a "
-                            "config file and/or flags.", exit_on_error=False)
+                            "config file and/or flags.", exit_on_error=False,
+                            allow_abbrev=False)
     parser.add_argument("--config", action=ActionConfigFile, help="a YAML config file")
     parser.add_argument("--seed_everything", type=int | bool | None, default=True,
                         help="an int seed, true for a random one, false for none")

@@ -1,0 +1,64 @@
+"""CSVLogger and TensorBoardLogger write real files; versions; hyper-parameters."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+import yaml
+from tiny_models import TinyModule, lean, loader
+
+import fulmen
+from fulmen.loggers import CSVLogger
+
+
+def fit_with(logger: object, root: Path, epochs: int = 2) -> fulmen.Trainer:
+    trainer = fulmen.Trainer(**lean(max_epochs=epochs, logger=logger, default_root_dir=root,
+                                    log_every_n_steps=2))
+    trainer.fit(TinyModule(lr=0.05), loader(n=32), loader(n=16))
+    return trainer
+
+
+def test_csv_logger_writes_metrics_and_hparams(tmp_path):
+    logger = CSVLogger(tmp_path)
+    fit_with(logger, tmp_path)
+    run_dir = tmp_path / "fulmen_logs" / "version_0"
+    assert logger.log_dir == str(run_dir)
+    rows = list(csv.DictReader(open(run_dir / "metrics.csv")))
+    steps = [int(r["step"]) for r in rows if r["train_loss"]]
+    assert steps == [2, 4, 6, 8]
+    assert [r["val_acc"] for r in rows if r["val_acc"]] and all(
+        float(r["epoch"]) in (0.0, 1.0) for r in rows)
+    assert yaml.safe_load(open(run_dir / "hparams.yaml"))["lr"] == 0.05
+
+
+def test_versions_increase_per_run(tmp_path):
+    for _ in range(2):
+        fit_with(CSVLogger(tmp_path), tmp_path, epochs=1)
+    assert sorted(p.name for p in (tmp_path / "fulmen_logs").iterdir()) == ["version_0",
+                                                                            "version_1"]
+
+
+def test_tensorboard_logger_writes_event_files_tensorboard_reads(tmp_path):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from fulmen.loggers import TensorBoardLogger
+
+    logger = TensorBoardLogger(tmp_path)
+    fit_with(logger, tmp_path)
+    run_dir = Path(logger.log_dir)
+    assert list(run_dir.glob("events.out.tfevents.*"))
+    events = EventAccumulator(str(run_dir))
+    events.Reload()
+    assert [e.step for e in events.Scalars("train_loss")] == [2, 4, 6, 8]
+    assert {"val_acc", "val_loss", "epoch"} <= set(events.Tags()["scalars"])
+    assert (run_dir / "hparams.yaml").exists()
+
+
+def test_logger_true_picks_tensorboard_when_installed(tmp_path):
+    pytest.importorskip("tensorboard")
+    trainer = fulmen.Trainer(default_root_dir=tmp_path, enable_progress_bar=False)
+    assert type(trainer.logger).__name__ == "TensorBoardLogger"
+    assert trainer.log_dir == str(tmp_path / "fulmen_logs" / "version_0")
