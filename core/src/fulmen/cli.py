@@ -21,7 +21,6 @@ from fulmen.catalog import KINDS, PLURAL
 from fulmen.errors import FulmenError
 from fulmen.manager import PluginManager, get_plugin_manager
 
-
 STAGES = ("fit", "validate", "test", "predict")
 
 

@@ -21,12 +21,12 @@ from fulmen.seed import seed_everything
 from fulmen.trainer import Trainer
 
 __all__ = ["Callback", "EarlyStopping", "LearningRateMonitor", "LightningDataModule",
-           "LightningLite", "LightningModule", "ModelCheckpoint", "ModelSummary",
+           "LightningModule", "ModelCheckpoint", "ModelSummary",
            "TQDMProgressBar", "Trainer", "seed_everything"]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "LightningLite":
+    if name == "LightningLite":  # fulmen.Lite, imported when asked for
         from fulmen.lite import Lite
 
         return Lite

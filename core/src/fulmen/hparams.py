@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 
-class AttributeDict(dict):  # type: ignore[type-arg]
+class AttributeDict(dict):
     """A dict whose keys are also attributes: ``hparams.lr`` is ``hparams["lr"]``."""
 
     def __getattr__(self, key: str) -> Any:
@@ -40,7 +40,8 @@ def init_arguments(frame: types.FrameType, owner: object) -> dict[str, Any]:
     return collected
 
 
-def select(arguments: dict[str, Any], names: Iterable[str], ignore: Iterable[str]) -> dict[str, Any]:
+def select(arguments: dict[str, Any], names: Iterable[str],
+           ignore: Iterable[str]) -> dict[str, Any]:
     names, ignore = list(names), set(ignore)
     missing = [n for n in names if n not in arguments]
     if missing:

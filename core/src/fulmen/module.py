@@ -94,10 +94,10 @@ class Module(Hooks, torch.nn.Module):
     @property
     def device(self) -> torch.device:
         """Where the parameters (or buffers) live; follows ``.to()`` moves."""
-        for tensor in self.parameters():
-            return tensor.device
-        for tensor in self.buffers():
-            return tensor.device
+        for param in self.parameters():
+            return param.device
+        for buffer in self.buffers():
+            return buffer.device
         return torch.device("cpu")
 
     @property

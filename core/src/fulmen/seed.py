@@ -51,8 +51,8 @@ def rng_states() -> dict[str, Any]:
     python = random.getstate()
     states: dict[str, Any] = {
         "torch": torch.get_rng_state(),
-        "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": pos,
-                  "has_gauss": has_gauss, "cached_gaussian": gauss},
+        "numpy": {"kind": kind, "keys": torch.from_numpy(np.asarray(keys, dtype=np.int64)),
+                  "pos": pos, "has_gauss": has_gauss, "cached_gaussian": gauss},
         "python": {"version": python[0], "state": list(python[1]), "gauss": python[2]},
     }
     if torch.cuda.is_available() and torch.cuda.is_initialized():

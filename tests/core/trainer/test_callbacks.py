@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -124,7 +125,7 @@ def test_learning_rate_monitor_logs_each_group(tmp_path):
         TwoGroups(), loader(n=16))
     assert monitor.lrs == {"lr-SGD/pg1": [0.1, 0.05], "lr-SGD/pg2": [0.01, 0.005],
                            "lr-SGD/pg1-momentum": [0.9, 0.9], "lr-SGD/pg2-momentum": [0.9, 0.9]}
-    assert "lr-SGD/pg1" in open(logger.metrics_file_path).readline()
+    assert "lr-SGD/pg1" in Path(logger.metrics_file_path).read_text().splitlines()[0]
     with pytest.raises(ConfigurationError, match="LearningRateMonitor needs a logger"):
         fulmen.Trainer(callbacks=[LearningRateMonitor()], **lean(max_epochs=1)).fit(
             TinyModule(), loader())

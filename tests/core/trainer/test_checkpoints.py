@@ -50,7 +50,7 @@ def same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
 
 
 def test_checkpoint_contents(tmp_path):
-    trainer, model = train(2, tmp_path)
+    trainer, _ = train(2, tmp_path)
     trainer.save_checkpoint(tmp_path / "full.ckpt")
     checkpoint = torch.load(tmp_path / "full.ckpt", weights_only=True)
     assert {"fulmen_version", "epoch", "global_step", "state_dict", "hyper_parameters", "loops",
@@ -89,7 +89,7 @@ def test_resume_in_the_middle_of_an_epoch_is_bit_exact(tmp_path):
 
 def test_resume_from_last_and_test_the_best(tmp_path):
     callback = ModelCheckpoint(dirpath=tmp_path, monitor="train_loss", save_last=True)
-    trainer, _ = train(2, tmp_path, callbacks=[callback])
+    train(2, tmp_path, callbacks=[callback])
     assert Path(callback.best_model_path).exists() and callback.last_model_path.endswith(
         "last.ckpt")
     again = fulmen.Trainer(**lean(max_epochs=3, enable_checkpointing=True, callbacks=[

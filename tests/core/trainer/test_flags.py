@@ -56,7 +56,7 @@ def fit(**flags: Any) -> tuple[fulmen.Trainer, CountingModule]:
     ({"max_epochs": 1, "num_sanity_val_steps": 2}, 10, 6),
 ])
 def test_batch_counts(flags, train, val):
-    trainer, model = fit(**flags)
+    _, model = fit(**flags)
     assert (model.counts["train"], model.counts["val"]) == (train, val)
 
 

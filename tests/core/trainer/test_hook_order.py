@@ -101,8 +101,8 @@ def test_fit_hook_order():
     assert run("fit", max_epochs=1, num_sanity_val_steps=1) == expected
 
 
-@pytest.mark.parametrize(("stage", "prefix", "step"), [("validate", "validation", "validation_step"),
-                                                       ("test", "test", "test_step")])
+@pytest.mark.parametrize(("stage", "prefix", "step"), [
+    ("validate", "validation", "validation_step"), ("test", "test", "test_step")])
 def test_evaluation_hook_order(stage, prefix, step):
     expected = ["cb.setup", "setup", *both(f"on_{prefix}_start"),
                 *both(f"on_{prefix}_epoch_start"), *both(f"on_{prefix}_batch_start"), step,

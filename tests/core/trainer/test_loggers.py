@@ -25,12 +25,12 @@ def test_csv_logger_writes_metrics_and_hparams(tmp_path):
     fit_with(logger, tmp_path)
     run_dir = tmp_path / "fulmen_logs" / "version_0"
     assert logger.log_dir == str(run_dir)
-    rows = list(csv.DictReader(open(run_dir / "metrics.csv")))
+    rows = list(csv.DictReader((run_dir / "metrics.csv").read_text().splitlines()))
     steps = [int(r["step"]) for r in rows if r["train_loss"]]
     assert steps == [2, 4, 6, 8]
     assert [r["val_acc"] for r in rows if r["val_acc"]] and all(
         float(r["epoch"]) in (0.0, 1.0) for r in rows)
-    assert yaml.safe_load(open(run_dir / "hparams.yaml"))["lr"] == 0.05
+    assert yaml.safe_load((run_dir / "hparams.yaml").read_text())["lr"] == 0.05
 
 
 def test_versions_increase_per_run(tmp_path):

@@ -61,7 +61,7 @@ class TorchCheckpointIO(CheckpointIO):
 
     def load_checkpoint(self, path: PathLike, map_location: Any | None = None,
                         weights_only: bool = True) -> dict[str, Any]:
-        return safe_load(path, map_location, weights_only)  # type: ignore[no-any-return]
+        return safe_load(path, map_location, weights_only)
 
     def remove_checkpoint(self, path: PathLike) -> None:
         Path(path).unlink(missing_ok=True)

@@ -183,7 +183,7 @@ class Strategy(Named, ABC):
 
     @contextlib.contextmanager
     def no_backward_sync(self) -> Iterator[None]:
-        """Skip gradient synchronisation inside (gradient accumulation). Default: nothing to skip."""
+        """Skip gradient synchronisation inside (gradient accumulation). Default: nothing."""
         yield
 
     # ------------------------------------------------------------------ data

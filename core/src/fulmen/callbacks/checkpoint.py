@@ -124,6 +124,7 @@ class ModelCheckpoint(Callback):
                 trainer.strategy.remove_checkpoint(previous)
             self.best_model_path = path
         if self.save_last:
+            assert self.dirpath is not None
             self.last_model_path = str(self.dirpath / f"last{self.CHECKPOINT_EXT}")
             self._write(trainer, self.last_model_path)
         elif self.monitor is None:  # without save_last, the newest checkpoint is the last one

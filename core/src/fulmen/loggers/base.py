@@ -33,7 +33,7 @@ class Logger(ABC):
     def log_hyperparams(self, params: dict[str, Any]) -> None:
         """Record the run's hyper-parameters."""
 
-    def save(self) -> None:
+    def save(self) -> None:  # noqa: B027 - optional, nothing to flush by default
         """Flush what is buffered."""
 
     def finalize(self, status: str) -> None:

@@ -19,7 +19,7 @@ def read_checkpoint(path: str | Path, map_location: Any = None,
     """Load a checkpoint file safely (``weights_only``), with errors that say what to do."""
     checkpoint = safe_load(path, map_location, weights_only)
     require_state_dict(checkpoint, str(path))
-    return checkpoint  # type: ignore[no-any-return]
+    return checkpoint
 
 
 def require_state_dict(checkpoint: Any, path: str) -> None:

@@ -39,8 +39,9 @@ class HookTable:
                       for c in plain if _overrides(c, name, Callback)]
             if name not in CALLBACK_ONLY and _overrides(module, name, Hooks):
                 calls.append((True, getattr(module, name)))
-            monitoring = [(False, functools.partial(getattr(c, name), trainer, module))
-                          for c in monitors if _overrides(c, name, Callback)]
+            monitoring: list[tuple[bool, Callable[..., Any]]] = [
+                (False, functools.partial(getattr(c, name), trainer, module))
+                for c in monitors if _overrides(c, name, Callback)]
             if calls or monitoring:
                 self.table[name] = tuple(calls + monitoring)
                 self.main[name], self.last[name] = tuple(calls), tuple(monitoring)

@@ -132,7 +132,7 @@ def fit(trainer: Trainer, loaders: dict[str, Any]) -> None:
     if trainer.num_sanity_val_steps and val[0] and n_batches:
         _sanity_check(trainer, val)
     hooks("on_train_start")
-    total = trainer.current_epoch * (n_batches if n_batches != math.inf else 0)
+    total = trainer.current_epoch * (int(n_batches) if n_batches != math.inf else 0)
     while not trainer.should_stop and n_batches:
         if trainer.max_epochs != -1 and trainer.current_epoch >= trainer.max_epochs:
             break
@@ -207,7 +207,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
 
     transfer = make_transfer(trainer)
     automatic = module.automatic_optimization
-    optimizer = trainer.optimizers[0] if automatic and trainer.optimizers else None
+    optimizer: Any = trainer.optimizers[0] if automatic and trainer.optimizers else None
     accumulate = trainer.accumulate_grad_batches
     step = strategy.step
     has_start, has_end = hooks.has("on_train_batch_start"), hooks.has("on_train_batch_end")
@@ -221,7 +221,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
     timed = trainer.max_time is not None
     output: Any = None
     batch_idx = start - 1
-    for batch_idx in range(start, n_batches) if n_batches != math.inf else _count(start):
+    for batch_idx in range(start, int(n_batches)) if n_batches != math.inf else _count(start):
         try:
             batch = next(iterator)
         except StopIteration:
@@ -236,7 +236,8 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             first = batch_idx % accumulate == 0
             last = (batch_idx + 1) % accumulate == 0 or batch_idx + 1 == n_batches
 
-            def closure() -> Any:
+            def closure(batch: Any = batch, batch_idx: int = batch_idx,
+                        first: bool = first) -> Any:
                 nonlocal output
                 results.hook = "training_step"
                 output = step("training_step", batch, batch_idx)
@@ -277,7 +278,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
         if val_every is not None and _should_validate(trainer, batch_idx, total, n_batches,
                                                       val_every):
             with preserved_rng():
-                evaluate(trainer, "validate", *val, during_fit=True)
+                evaluate(trainer, "validate", val[0], val[1], during_fit=True)
             trainer._results = results
         total += 1
         if (0 <= trainer.max_steps <= trainer.global_step) or (timed and _out_of_time(trainer)):
@@ -438,7 +439,7 @@ def _takes_dataloader_idx(step: Any) -> bool:
 def _split_by_loader(metrics: dict[str, torch.Tensor], n: int) -> list[dict[str, float]]:
     out: list[dict[str, float]] = [{} for _ in range(n)]
     for name, value in metrics.items():
-        base, _, idx = name.partition("/dataloader_idx_")
+        _, _, idx = name.partition("/dataloader_idx_")
         targets = [int(idx)] if idx.isdigit() else range(n)
         for i in targets:
             out[i][name] = float(value)

@@ -147,6 +147,7 @@ class Trainer(SelectionReport):
         self.module: Module | None = None
         self.datamodule: DataModule | None = None
         self.optimizers: list[Any] = []
+        self._wrapped_optimizers: list[OptimizerWrapper] = []
         self._lr_scheduler_configs: list[LRSchedulerConfig] = []
         self.current_epoch = 0
         self.global_step = 0
@@ -364,8 +365,9 @@ class Trainer(SelectionReport):
                 self._log_hyperparams()
             self._restore = self._load_for(stage, ckpt_path, weights_only)
             with self._anomaly_context():
+                result: Any = None
                 if stage == "fit":
-                    result = loops.fit(self, loaders)
+                    loops.fit(self, loaders)
                 elif stage == "predict":
                     result = loops.predict(self, loaders["predict"], *extra)
                 else:
@@ -399,8 +401,7 @@ class Trainer(SelectionReport):
         errors: list[BaseException] = []
         for action in (lambda: self._hooks("teardown", stage) if self._hooks else None,
                        lambda: self.datamodule.teardown(stage) if self.datamodule else None,
-                       lambda: [lg.finalize("failed" if failed else "success")
-                                for lg in self.loggers],
+                       lambda: self._finalize_loggers("failed" if failed else "success"),
                        self.strategy.teardown):
             try:
                 action()
@@ -409,6 +410,10 @@ class Trainer(SelectionReport):
         self._results = None
         if errors and not failed:
             raise errors[0]
+
+    def _finalize_loggers(self, status: str) -> None:
+        for lg in self.loggers:
+            lg.finalize(status)
 
     def _anomaly_context(self) -> Any:
         if self.detect_anomaly:
@@ -441,10 +446,9 @@ class Trainer(SelectionReport):
                               "runs at the start of trainer.fit")
         if not use_wrapper:
             return list(self.optimizers)
-        if not hasattr(self, "_wrapped_optimizers") or len(self._wrapped_optimizers) != len(
-                self.optimizers):
+        if [w.optimizer for w in self._wrapped_optimizers] != self.optimizers:
             self._wrapped_optimizers = [OptimizerWrapper(o, self) for o in self.optimizers]
-        return self._wrapped_optimizers
+        return list(self._wrapped_optimizers)
 
     def _backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
         assert self._hooks is not None
@@ -456,7 +460,7 @@ class Trainer(SelectionReport):
         assert self._hooks is not None
         self._hooks("on_before_optimizer_step", optimizer)
         if self.gradient_clip_val:
-            self.strategy.clip_gradients(self.strategy.module, optimizer,
+            self.strategy.clip_gradients(self.module, optimizer,  # type: ignore[arg-type]
                                          self.gradient_clip_val, self.gradient_clip_algorithm)
 
     def _manual_optimizer_step(self, optimizer: Any, closure: Any) -> Any:
@@ -555,7 +559,7 @@ class Trainer(SelectionReport):
         ckpt.require_state_dict(checkpoint, path)
         assert self.module is not None
         self.module.on_load_checkpoint(checkpoint)
-        ckpt.load_state_into(self.strategy.module, checkpoint["state_dict"], True, path)
+        ckpt.load_state_into(self.module, checkpoint["state_dict"], True, path)
         if stage != "fit":
             return None
         ckpt.require_fulmen_format(checkpoint, path)
