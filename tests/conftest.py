@@ -5,6 +5,7 @@ exactly as a pip-installed plugin would be."""
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import itertools
 import sys
 import textwrap
@@ -81,6 +82,12 @@ def fake_hardware(fake_dists: FakeDists, monkeypatch: pytest.MonkeyPatch) -> Any
                    {module: (FIXTURES / "fake_hardware.py").read_text()})
     for var in ("FAKE_GPU_COUNT", "FAKE_GPU_DETECT", "FAKE_CLUSTER_WORLD", "FAKE_CLUSTER_RANK"):
         monkeypatch.delenv(var, raising=False)
+    # The fake plugin brings its own multi-device strategies; the real ones would make the
+    # kernel's tests depend on which strategy plugins are installed.
+    real = sorted(ep.name for ep in importlib.metadata.entry_points(group="fulmen.plugins")
+                  if ep.dist is not None and ep.dist.metadata["Name"] == "fulmen-strategies"
+                  and ep.name != "single_device")
+    monkeypatch.setenv("FULMEN_DISABLE_PLUGINS", ",".join(real))
     fake_dists.reload()
     return importlib.import_module(module)
 

@@ -6,6 +6,8 @@ from fulmen.lazy import lazy_exports
 
 _EXPORTS = {
     "SingleDeviceStrategy": "fulmen_strategies.single_device.strategy",
+    "ParallelStrategy": "fulmen_strategies.parallel",
+    "DDPStrategy": "fulmen_strategies.ddp.strategy",
 }
 __all__ = list(_EXPORTS)
 

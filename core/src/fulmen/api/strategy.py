@@ -49,6 +49,7 @@ class Strategy(Named, ABC):
         self.launcher: Launcher | None = None
         self.parallel_devices: list[torch.device] = []
         self.num_nodes = 1
+        self.sync_batchnorm = False  # set by the Trainer; parallel strategies convert layers
         self.module: torch.nn.Module | None = None  # the user's module, unwrapped
         self.model: torch.nn.Module | None = None  # what forward/step calls go through
 
@@ -114,8 +115,10 @@ class Strategy(Named, ABC):
     # ------------------------------------------------------------------ processes
 
     def launch(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run ``function`` in every process this strategy needs (through its launcher)."""
-        if self.launcher is not None:
+        """Run ``function`` in every process this strategy needs (through its launcher, unless
+        the processes exist already)."""
+        if self.launcher is not None and not \
+                self.cluster_environment.creates_processes_externally:
             return self.launcher.launch(function, *args, **kwargs)
         return function(*args, **kwargs)
 

@@ -114,7 +114,9 @@ class ModelCheckpoint(Callback):
         self._last_global_step_saved = trainer.global_step
         metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
         if self.monitor is not None:
-            current = mon.read("ModelCheckpoint", trainer, self.monitor)
+            # every rank takes rank zero's decision, so all agree on what exists
+            current = trainer.strategy.broadcast(mon.read("ModelCheckpoint", trainer,
+                                                          self.monitor))
             self._save_top_k(trainer, current, metrics)
         elif self.save_top_k != 0:
             path = self._path(metrics, trainer)

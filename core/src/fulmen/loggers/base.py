@@ -25,6 +25,9 @@ class Logger(ABC):
     def log_dir(self) -> str | None:
         return None
 
+    def set_version(self, version: int | str | None) -> None:
+        """Fix the version (all processes of a job use rank zero's)."""
+
     @abstractmethod
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         """Record ``metrics`` at ``step``."""
@@ -65,6 +68,10 @@ class VersionedDir:
     @property
     def root_dir(self) -> Path:
         return self._root / self._name if self._name else self._root
+
+    def set_version(self, version: int | str | None) -> None:
+        if version is not None:
+            self._version = version
 
     @property
     def version(self) -> int | str:

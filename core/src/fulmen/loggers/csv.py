@@ -36,6 +36,9 @@ class CSVLogger(Logger):
     def log_dir(self) -> str:
         return self._dir.log_dir
 
+    def set_version(self, version: int | str | None) -> None:
+        self._dir.set_version(version)
+
     @property
     def metrics_file_path(self) -> str:
         return os.path.join(self.log_dir, "metrics.csv")

@@ -32,6 +32,9 @@ class TensorBoardLogger(Logger):
     def log_dir(self) -> str:
         return self._dir.log_dir
 
+    def set_version(self, version: int | str | None) -> None:
+        self._dir.set_version(version)
+
     @property
     def experiment(self) -> Any:
         """The ``SummaryWriter`` (created on first use)."""
@@ -41,6 +44,11 @@ class TensorBoardLogger(Logger):
             os.makedirs(self.log_dir, exist_ok=True)
             self._writer = SummaryWriter(log_dir=self.log_dir, **self._writer_kwargs)
         return self._writer
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_writer"] = None  # a writer holds an open file: each process makes its own
+        return state
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         writer = self.experiment

@@ -270,6 +270,7 @@ class Trainer(SelectionReport):
         if isinstance(train_dataloaders, DataModule):
             datamodule, train_dataloaders = train_dataloaders, None
         self._check_call(model, datamodule, "fit", train_dataloaders, val_dataloaders)
+        self.module, self.datamodule = model, datamodule
         self.strategy.launch(self._run, "fit", model, datamodule, ckpt_path, weights_only,
                              {"train": train_dataloaders, "val": val_dataloaders})
 
@@ -295,6 +296,7 @@ class Trainer(SelectionReport):
         if isinstance(dataloaders, DataModule):
             datamodule, dataloaders = dataloaders, None
         model = self._check_call(model or self.module, datamodule, "predict", dataloaders)
+        self.module, self.datamodule = model, datamodule
         return self.strategy.launch(self._run, "predict", model, datamodule, ckpt_path,
                                     weights_only, {"predict": dataloaders},
                                     return_predictions)
@@ -319,6 +321,7 @@ class Trainer(SelectionReport):
         if isinstance(dataloaders, DataModule):
             datamodule, dataloaders = dataloaders, None
         model = self._check_call(model or self.module, datamodule, stage, dataloaders)
+        self.module, self.datamodule = model, datamodule
         key = "val" if stage == "validate" else "test"
         return self.strategy.launch(self._run, stage, model, datamodule, ckpt_path, weights_only,
                                     {key: dataloaders}, verbose)
@@ -350,6 +353,8 @@ class Trainer(SelectionReport):
             datamodule.trainer = self
         hook_stage = {"validate": "validate"}.get(stage, stage)
         self.strategy.setup_environment()
+        for lg in self.loggers:  # every rank must agree on the run directory
+            lg.set_version(self.strategy.broadcast(lg.version))
         self._prepare_data()
         callbacks_from_model = _as_list(model.configure_callbacks(), Callback,
                                         "configure_callbacks()")
@@ -359,6 +364,7 @@ class Trainer(SelectionReport):
             if datamodule is not None:
                 datamodule.setup(hook_stage)
             self._hooks("setup", hook_stage)
+            self.strategy.sync_batchnorm = self.sync_batchnorm
             self.strategy.setup_module(model)
             if stage == "fit":
                 self._configure_optimizers(model)
@@ -378,6 +384,29 @@ class Trainer(SelectionReport):
             raise
         self._teardown(hook_stage, failed=False)
         return result
+
+    def _spawn_state(self) -> dict[str, Any]:
+        """What a spawned rank 0 sends back to the main process after a stage."""
+        cb = self.checkpoint_callback
+        module = self.module
+        return {
+            "weights": {k: v.detach().cpu() for k, v in module.state_dict().items()}
+            if module is not None else None,
+            "callback_metrics": {k: v.detach().cpu() for k, v in self.callback_metrics.items()},
+            "logged_metrics": dict(self._logged_metrics),
+            "global_step": self.global_step, "current_epoch": self.current_epoch,
+            "checkpoint": cb.state_dict() if cb is not None else None,
+        }
+
+    def _load_spawn_state(self, state: dict[str, Any]) -> None:
+        if state["weights"] is not None and self.module is not None:
+            self.module.load_state_dict(state["weights"])
+        self._metrics = dict(state["callback_metrics"])
+        self._logged_metrics = dict(state["logged_metrics"])
+        self.global_step, self.current_epoch = state["global_step"], state["current_epoch"]
+        cb = self.checkpoint_callback
+        if cb is not None and state["checkpoint"] is not None:
+            cb.load_state_dict(state["checkpoint"])
 
     def _log_hyperparams(self) -> None:
         params = dict(self.module.hparams_initial) if self.module is not None else {}

@@ -10,7 +10,8 @@ from fulmen import ClusterEnvironment, ConfigurationError
 
 class LocalEnvironment(ClusterEnvironment):
     """Reads what fulmen's launcher (or the user) set: ``MASTER_ADDR``, ``MASTER_PORT``,
-    ``LOCAL_RANK``, ``NODE_RANK``. Without them it is process 0 of a run it will launch."""
+    ``LOCAL_RANK``, ``NODE_RANK``, ``WORLD_SIZE``, ``RANK``. Without them it is process 0 of a
+    run it will launch."""
 
     name = "local"
 
@@ -41,12 +42,16 @@ class LocalEnvironment(ClusterEnvironment):
         return True
 
     def world_size(self) -> int:
+        if self.creates_processes_externally and "WORLD_SIZE" in os.environ:
+            return _rank(os.environ["WORLD_SIZE"], "WORLD_SIZE")
         return self._world_size
 
     def set_world_size(self, size: int) -> None:
         self._world_size = size
 
     def global_rank(self) -> int:
+        if self.creates_processes_externally and "RANK" in os.environ:
+            return _rank(os.environ["RANK"], "RANK")
         return self._global_rank
 
     def set_global_rank(self, rank: int) -> None:

@@ -1,0 +1,56 @@
+"""The ``ddp`` strategy plugin: DistributedDataParallel with three ways to start processes.
+
+``ddp`` re-runs the script per process (the default for several devices); ``ddp_spawn`` and
+``ddp_fork`` / ``ddp_notebook`` start workers with multiprocessing and return to the caller
+(``ddp_notebook`` is what ``strategy="auto"`` picks in a notebook).
+"""
+
+from fulmen import StrategySpec, hookimpl
+
+_TARGET = "fulmen_strategies.ddp.strategy:DDPStrategy"
+_SCRIPT = "fulmen_strategies.launchers.script:ScriptLauncher"
+_MP = "fulmen_strategies.launchers.multiprocessing:MultiprocessingLauncher"
+_VARIANTS = [
+    ("ddp", {}, _SCRIPT, False, "re-runs the script once per process (like torchrun)"),
+    ("ddp_spawn", {"start_method": "spawn"}, _MP, False,
+     "spawned workers (pickles the model); returns to the caller"),
+    ("ddp_fork", {"start_method": "fork"}, _MP, True,
+     "forked workers (no pickling; CPU, or GPUs before CUDA is touched)"),
+    ("ddp_notebook", {"start_method": "fork"}, _MP, True,
+     "ddp_fork, for Jupyter notebooks"),
+    ("ddp_find_unused_parameters_true", {"find_unused_parameters": True}, _SCRIPT, False,
+     "ddp for models whose steps skip some parameters"),
+    ("ddp_spawn_find_unused_parameters_true",
+     {"start_method": "spawn", "find_unused_parameters": True}, _MP, False,
+     "ddp_spawn for models whose steps skip some parameters"),
+]
+
+
+@hookimpl
+def fulmen_strategies():
+    for name, kwargs, launcher, interactive, description in _VARIANTS:
+        yield StrategySpec(name=name, target=_TARGET, init_kwargs=kwargs, launcher=launcher,
+                           accelerators=["cpu", "cuda"], interactive=interactive,
+                           description=f"DistributedDataParallel: {description}")
+
+
+@hookimpl
+def fulmen_default_strategy(accelerator, num_devices, num_nodes, interactive):
+    if accelerator in ("cpu", "cuda") and (num_devices > 1 or num_nodes > 1):
+        return "ddp_notebook" if interactive else "ddp"
+    return None
+
+
+@hookimpl
+def fulmen_check_selection(selection):
+    """A job whose processes already exist must match what devices x num_nodes asks for."""
+    strategy, env = selection.strategy, selection.environment
+    if not env.creates_processes_externally or not hasattr(strategy, "start_method"):
+        return None
+    expected = strategy.processes_per_node * selection.num_nodes
+    actual = env.world_size()
+    if actual != expected:
+        return (f"the processes were already started with world size {actual} (from the "
+                f"{env.name!r} environment), but devices={selection.num_devices} x "
+                f"num_nodes={selection.num_nodes} asks for {expected}; make the numbers agree")
+    return None

@@ -1,0 +1,1 @@
+"""Launchers: how a strategy's processes come to exist."""

@@ -1,0 +1,125 @@
+"""``ScriptLauncher``: run the user's command again once per extra local process (``ddp``).
+
+Each child gets ``MASTER_ADDR``, ``MASTER_PORT``, ``WORLD_SIZE``, ``NODE_RANK``, ``LOCAL_RANK``
+and ``RANK`` and executes the script from the top, like ``torchrun`` would. Works with
+``python script.py`` and ``python -m package.module``.
+
+Failure rules: if a child exits with an error, the others are stopped and this process exits
+with status 1 (the child's traceback is already on the terminal); if this process raises, the
+children are stopped. Children die with their parent (``PR_SET_PDEATHSIG`` on Linux), so no
+orphan keeps a port or a GPU.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from fulmen import Launcher
+
+_GRACE_SECONDS = 5.0
+
+
+def command_line() -> list[str]:
+    """How this process was started, to start it again."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name and spec.name != "__main__":
+        module = spec.name[: -len(".__main__")] if spec.name.endswith(".__main__") else spec.name
+        return [sys.executable, "-m", module, *sys.argv[1:]]
+    script = os.path.abspath(sys.argv[0])
+    return [sys.executable, script, *sys.argv[1:]]
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+class ScriptLauncher(Launcher):
+    """Starts local ranks 1..n-1 as new processes; this process is local rank 0."""
+
+    def __init__(self, strategy: Any) -> None:
+        super().__init__(strategy)
+        self.children: list[subprocess.Popen[bytes]] = []
+        self._stopping = False
+
+    def launch(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        strategy = self.strategy
+        env = strategy.cluster_environment
+        per_node = strategy.processes_per_node
+        node_rank = env.node_rank()
+        shared = {"MASTER_ADDR": env.main_address, "MASTER_PORT": str(env.main_port),
+                  "WORLD_SIZE": str(per_node * strategy.num_nodes), "NODE_RANK": str(node_rank)}
+        os.environ.update(shared)
+        command = command_line()
+        for local_rank in range(1, per_node):
+            child_env = {**os.environ, **shared, "LOCAL_RANK": str(local_rank),
+                         "RANK": str(node_rank * per_node + local_rank)}
+            self.children.append(subprocess.Popen(
+                command, env=child_env,
+                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None))
+        # From now on this process is local rank 0 of a launched job: a second Trainer in the
+        # same script must not launch again (its children run that Trainer themselves).
+        os.environ.update({"LOCAL_RANK": "0", "RANK": str(node_rank * per_node)})
+        atexit.register(self._wait_at_exit)
+        threading.Thread(target=self._watch, name="fulmen-launcher-watch", daemon=True).start()
+        try:
+            return function(*args, **kwargs)
+        except BaseException:
+            self._stop_children()
+            raise
+
+    def _watch(self) -> None:
+        while not self._stopping:
+            for rank, child in enumerate(self.children, start=1):
+                code = child.poll()
+                if code not in (None, 0) and not self._stopping:
+                    sys.stderr.write(f"\nfulmen: local rank {rank} exited with status {code} "
+                                     "(its error is above); stopping the other processes.\n")
+                    sys.stderr.flush()
+                    self._stop_children()
+                    os._exit(1)
+            if all(child.poll() == 0 for child in self.children):
+                return
+            time.sleep(0.2)
+
+    def _stop_children(self) -> None:
+        self._stopping = True
+        for child in self.children:
+            if child.poll() is None:
+                child.terminate()
+        deadline = time.monotonic() + _GRACE_SECONDS
+        for child in self.children:
+            try:
+                child.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.kill()
+
+    def _wait_at_exit(self) -> None:
+        """At interpreter exit: the children finish the script too; fail if one failed."""
+        codes = []
+        for child in self.children:
+            try:
+                codes.append(child.wait())
+            except KeyboardInterrupt:
+                self._stop_children()
+                raise
+        self._stopping = True
+        failed = [c for c in codes if c != 0]
+        if failed:
+            sys.stderr.write(f"fulmen: a child process exited with status {failed[0]}\n")
+            sys.stderr.flush()
+            os._exit(1)

@@ -1,0 +1,122 @@
+"""``ParallelStrategy``: what every multi-process strategy shares — the process group, the
+collectives, distributed samplers and rank-zero checkpoint writing."""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from fulmen import ConfigurationError, Strategy
+from fulmen_strategies import collectives, samplers
+
+_OPS = {"sum": "SUM", "max": "MAX", "min": "MIN", "mean": "SUM"}
+
+
+class ParallelStrategy(Strategy):
+    """One process per device; ranks and world size from the cluster environment.
+
+    ``process_group_backend``: ``"gloo"`` on CPU and ``"nccl"`` on CUDA unless given.
+    ``timeout``: how long a collective may wait for the other ranks (seconds or a timedelta).
+    """
+
+    def __init__(self, process_group_backend: str | None = None,
+                 timeout: float | timedelta | None = None) -> None:
+        super().__init__()
+        self.process_group_backend = process_group_backend
+        if isinstance(timeout, int | float):
+            timeout = timedelta(seconds=timeout)
+        self.timeout = timeout or timedelta(minutes=30)
+        self.sync_batchnorm = False
+        self._owns_group = False
+
+    # ------------------------------------------------------------------ layout
+
+    @property
+    def root_device(self) -> torch.device:
+        devices = self.parallel_devices or [torch.device("cpu")]
+        return devices[self.local_rank % len(devices)]
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def backend(self) -> str:
+        if self.process_group_backend:
+            return self.process_group_backend
+        return "nccl" if self.root_device.type == "cuda" else "gloo"
+
+    # ------------------------------------------------------------------ process group
+
+    def setup_environment(self) -> None:
+        env = self.cluster_environment
+        if self.distributed and not dist.is_initialized():
+            os.environ["MASTER_ADDR"] = env.main_address
+            os.environ["MASTER_PORT"] = str(env.main_port)
+            dist.init_process_group(self.backend, rank=self.global_rank,
+                                    world_size=self.world_size, timeout=self.timeout)
+            self._owns_group = True
+        super().setup_environment()
+
+    def teardown(self) -> None:
+        if self._owns_group and dist.is_initialized():
+            try:  # a barrier first: tearing gloo down right after a collective can deadlock
+                dist.barrier()
+            finally:
+                dist.destroy_process_group()
+                self._owns_group = False
+        super().teardown()
+
+    def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
+        if self.sync_batchnorm and self.distributed:
+            module = torch.nn.SyncBatchNorm.convert_sync_batchnorm(module)
+        return super().setup_module(module)
+
+    # ------------------------------------------------------------------ data
+
+    def process_dataloader(self, dataloader: Any, stage: str, use_distributed_sampler: bool
+                           ) -> Any:
+        if not use_distributed_sampler or not self.distributed:
+            return dataloader
+        return samplers.distribute(dataloader, stage, self.world_size, self.global_rank)
+
+    # ------------------------------------------------------------------ collectives
+
+    def reduce(self, tensor: Any, reduce_op: str = "mean") -> Any:
+        if not self.distributed:
+            return tensor
+        op = str(reduce_op).lower()
+        if op not in _OPS:
+            raise ConfigurationError(f"reduce(reduce_op={reduce_op!r}): use one of "
+                                     f"{sorted(_OPS)}")
+        value = torch.as_tensor(tensor, device=self.root_device).clone()
+        if not value.is_floating_point() and op == "mean":
+            value = value.float()
+        collectives.all_reduce(value, getattr(dist.ReduceOp, _OPS[op]))
+        return value / self.world_size if op == "mean" else value
+
+    def all_gather(self, tensor: Any, sync_grads: bool = False) -> Any:
+        tensor = torch.as_tensor(tensor, device=self.root_device)
+        if not self.distributed:
+            return tensor.unsqueeze(0)
+        return collectives.all_gather(tensor.contiguous(), self.world_size, sync_grads)
+
+    def broadcast(self, obj: Any, src: int = 0) -> Any:
+        if not self.distributed:
+            return obj
+        return collectives.broadcast_object(obj, src)
+
+    def barrier(self, name: str | None = None) -> None:
+        if self.distributed and dist.is_initialized():
+            collectives.barrier(name)
+
+    def reduce_boolean_decision(self, decision: bool, all: bool = True) -> bool:
+        if not self.distributed:
+            return decision
+        votes = torch.tensor(int(bool(decision)), device=self.root_device)
+        collectives.all_reduce(votes, dist.ReduceOp.SUM)
+        return bool(votes == self.world_size) if all else bool(votes > 0)

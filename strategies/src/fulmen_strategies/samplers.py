@@ -1,0 +1,128 @@
+"""Distributed samplers: each rank sees its own share of the data, every epoch differently."""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch.utils.data import (
+    BatchSampler,
+    DataLoader,
+    Dataset,
+    DistributedSampler,
+    IterableDataset,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+)
+
+from fulmen import ConfigurationError
+
+_warned_iterable = {"done": False}
+
+
+class UnrepeatedDistributedSampler(DistributedSampler):  # type: ignore[type-arg]
+    """Shards without padding, so no sample is predicted twice (shards may differ by one)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.num_samples = len(range(self.rank, len(self.dataset), self.num_replicas))
+        self.total_size = len(self.dataset)
+
+    def __iter__(self) -> Iterator[int]:
+        indices = list(range(len(self.dataset)))
+        if self.shuffle:
+            g = torch.Generator().manual_seed(self.seed + self.epoch)
+            indices = torch.randperm(len(self.dataset), generator=g).tolist()
+        return iter(indices[self.rank:self.total_size:self.num_replicas])
+
+
+class _SamplerAsDataset(Dataset):  # type: ignore[type-arg]
+    def __init__(self, sampler: Sampler) -> None:  # type: ignore[type-arg]
+        self.sampler = sampler
+        self._indices: list[int] | None = None
+
+    def __getitem__(self, i: int) -> int:
+        if self._indices is None:
+            self._indices = list(self.sampler)
+        return self._indices[i]
+
+    def __len__(self) -> int:
+        return len(self.sampler)  # type: ignore[arg-type]
+
+    def reset(self) -> None:
+        self._indices = None
+
+
+class DistributedSamplerWrapper(DistributedSampler):  # type: ignore[type-arg]
+    """Shards the output of the user's own sampler (weighted, bucketing...) across ranks."""
+
+    def __init__(self, sampler: Sampler, **kwargs: Any) -> None:  # type: ignore[type-arg]
+        super().__init__(_SamplerAsDataset(sampler), **kwargs)
+
+    def __iter__(self) -> Iterator[int]:
+        self.dataset.reset()  # type: ignore[attr-defined]
+        return (self.dataset[i] for i in super().__iter__())
+
+
+def distribute(loader: Any, stage: str, num_replicas: int, rank: int) -> Any:
+    """A copy of ``loader`` whose sampler gives this rank its shard."""
+    if not isinstance(loader, DataLoader):
+        return loader
+    if isinstance(loader.dataset, IterableDataset):
+        if not _warned_iterable["done"]:
+            _warned_iterable["done"] = True
+            warnings.warn("an IterableDataset is left as it is under a distributed strategy: "
+                          "shard it yourself (e.g. by torch.distributed.get_rank()) or every "
+                          "rank sees the same data", stacklevel=3)
+        return loader
+    if isinstance(loader.sampler, DistributedSampler):
+        return loader
+    batch_sampler = loader.batch_sampler
+    if batch_sampler is not None and type(batch_sampler) is not BatchSampler:
+        raise ConfigurationError(
+            f"the {stage} dataloader uses a custom batch_sampler ({type(batch_sampler).__name__})"
+            ", which fulmen cannot shard across processes. Shard it yourself and pass "
+            "use_distributed_sampler=False, or use a sampler instead of a batch_sampler")
+    inner = loader.sampler
+    seed = int(os.environ.get("FULMEN_GLOBAL_SEED", 0))
+    options = {"num_replicas": num_replicas, "rank": rank, "seed": seed}
+    sampler: Sampler  # type: ignore[type-arg]
+    if stage == "predict":
+        sampler = UnrepeatedDistributedSampler(loader.dataset, shuffle=False, **options)
+    elif isinstance(inner, RandomSampler | SequentialSampler):
+        sampler = DistributedSampler(loader.dataset, shuffle=isinstance(inner, RandomSampler),
+                                     **options)
+    else:
+        sampler = DistributedSamplerWrapper(inner, shuffle=False, **options)
+    return rebuild(loader, sampler)
+
+
+def rebuild(loader: DataLoader, sampler: Sampler) -> DataLoader:  # type: ignore[type-arg]
+    """The same dataloader with another sampler."""
+    kwargs: dict[str, Any] = {
+        "batch_size": loader.batch_size, "sampler": sampler, "num_workers": loader.num_workers,
+        "collate_fn": loader.collate_fn, "pin_memory": loader.pin_memory,
+        "drop_last": loader.drop_last, "timeout": loader.timeout,
+        "worker_init_fn": loader.worker_init_fn,
+        "multiprocessing_context": loader.multiprocessing_context,
+        "generator": loader.generator, "persistent_workers": loader.persistent_workers,
+        "pin_memory_device": loader.pin_memory_device,
+    }
+    if loader.num_workers:
+        kwargs["prefetch_factor"] = loader.prefetch_factor
+    try:
+        return type(loader)(loader.dataset, **kwargs)
+    except TypeError as exc:
+        raise ConfigurationError(
+            f"{type(loader).__name__} could not be rebuilt with a distributed sampler ({exc}). "
+            "Give it a DistributedSampler yourself and pass use_distributed_sampler=False"
+        ) from exc
+
+
+def shard_size(n: int, num_replicas: int) -> int:
+    return math.ceil(n / num_replicas)
