@@ -62,13 +62,22 @@ class ParallelStrategy(Strategy):
             self._owns_group = True
         super().setup_environment()
 
+    def on_exception(self, exception: BaseException) -> None:
+        self._failed = True
+
     def teardown(self) -> None:
         if self._owns_group and dist.is_initialized():
-            try:  # a barrier first: tearing gloo down right after a collective can deadlock
-                dist.barrier()
-            finally:
-                dist.destroy_process_group()
+            if getattr(self, "_failed", False):
+                # The other ranks may be blocked in a collective this rank will never join:
+                # no barrier, no group teardown (it can block too); the process is ending.
                 self._owns_group = False
+            else:
+                try:  # a barrier first: tearing gloo down right after a collective can hang
+                    dist.barrier()
+                finally:
+                    dist.destroy_process_group()
+                    self._owns_group = False
+        self._failed = False
         super().teardown()
 
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:

@@ -126,6 +126,10 @@ class Strategy(Named, ABC):
         """In each process, before the model is set up: claim the device (start the group)."""
         self.accelerator.setup_device(self.root_device)
 
+    def on_exception(self, exception: BaseException) -> None:
+        """A run failed in this process: the others may be stuck in a collective, so the
+        teardown that follows must not wait for them."""
+
     def teardown(self) -> None:
         """Release the devices and the environment after a run."""
         self.accelerator.teardown()

@@ -379,6 +379,7 @@ class Trainer(SelectionReport):
                 else:
                     result = loops.evaluate_stage(self, stage, loaders, *extra)
         except BaseException as exc:
+            self.strategy.on_exception(exc)
             self._hooks("on_exception", exc)
             self._teardown(hook_stage, failed=True)
             raise

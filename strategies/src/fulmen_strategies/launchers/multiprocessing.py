@@ -138,7 +138,7 @@ class MultiprocessingLauncher(Launcher):
                     "before fit, or use strategy='ddp_spawn'")
         else:
             owner = getattr(function, "__self__", None)
-            check_picklable(name, {"trainer": owner, **_named_args(args)})
+            check_picklable(name, {**_named_args(args), "trainer": owner})
         env = strategy.cluster_environment
         per_node = strategy.processes_per_node
         shared = {"MASTER_ADDR": env.main_address, "MASTER_PORT": str(env.main_port),

@@ -79,6 +79,11 @@ class ScriptLauncher(Launcher):
         try:
             return function(*args, **kwargs)
         except BaseException:
+            for rank, child in enumerate(self.children, start=1):
+                code = child.poll()
+                if code not in (None, 0):
+                    sys.stderr.write(f"fulmen: local rank {rank} exited with status {code} (its "
+                                     "error is above); stopping the job.\n")
             self._stop_children()
             raise
 
@@ -110,6 +115,8 @@ class ScriptLauncher(Launcher):
 
     def _wait_at_exit(self) -> None:
         """At interpreter exit: the children finish the script too; fail if one failed."""
+        if self._stopping:  # already stopped because of an error
+            return
         codes = []
         for child in self.children:
             try:
