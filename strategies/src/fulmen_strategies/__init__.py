@@ -8,6 +8,7 @@ _EXPORTS = {
     "SingleDeviceStrategy": "fulmen_strategies.single_device.strategy",
     "ParallelStrategy": "fulmen_strategies.parallel",
     "DDPStrategy": "fulmen_strategies.ddp.strategy",
+    "FSDPStrategy": "fulmen_strategies.fsdp.strategy",
 }
 __all__ = list(_EXPORTS)
 

@@ -3,6 +3,7 @@ collectives, distributed samplers and rank-zero checkpoint writing."""
 
 from __future__ import annotations
 
+import atexit
 import os
 from datetime import timedelta
 from typing import Any
@@ -31,7 +32,6 @@ class ParallelStrategy(Strategy):
             timeout = timedelta(seconds=timeout)
         self.timeout = timeout or timedelta(minutes=30)
         self.sync_batchnorm = False
-        self._owns_group = False
 
     # ------------------------------------------------------------------ layout
 
@@ -59,26 +59,12 @@ class ParallelStrategy(Strategy):
             os.environ["MASTER_PORT"] = str(env.main_port)
             dist.init_process_group(self.backend, rank=self.global_rank,
                                     world_size=self.world_size, timeout=self.timeout)
-            self._owns_group = True
+            atexit.register(_destroy_group)
         super().setup_environment()
 
     def on_exception(self, exception: BaseException) -> None:
-        self._failed = True
-
-    def teardown(self) -> None:
-        if self._owns_group and dist.is_initialized():
-            if getattr(self, "_failed", False):
-                # The other ranks may be blocked in a collective this rank will never join:
-                # no barrier, no group teardown (it can block too); the process is ending.
-                self._owns_group = False
-            else:
-                try:  # a barrier first: tearing gloo down right after a collective can hang
-                    dist.barrier()
-                finally:
-                    dist.destroy_process_group()
-                    self._owns_group = False
-        self._failed = False
-        super().teardown()
+        """The other ranks may be stuck in a collective this rank will never join: the
+        process group is left alone (tearing it down could block too)."""
 
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
         if self.sync_batchnorm and self.distributed:
@@ -129,3 +115,13 @@ class ParallelStrategy(Strategy):
         votes = torch.tensor(int(bool(decision)), device=self.root_device)
         collectives.all_reduce(votes, dist.ReduceOp.SUM)
         return bool(votes == self.world_size) if all else bool(votes > 0)
+
+
+def _destroy_group() -> None:
+    """At exit. The group lives across stages (fit, then test, then save_checkpoint), and no
+    barrier comes first: one rank may exit while another still works."""
+    if dist.is_initialized():
+        try:
+            dist.destroy_process_group()
+        except Exception:  # noqa: BLE001 - the process is ending anyway
+            pass

@@ -244,6 +244,10 @@ class Strategy(Named, ABC):
         """One optimizer's state for a checkpoint (sharded strategies consolidate it)."""
         return dict(optimizer.state_dict())
 
+    def load_optimizer_state(self, optimizer: Any, state: dict[str, Any]) -> None:
+        """Restore what ``optimizer_state`` returned."""
+        optimizer.load_state_dict(state)
+
     def save_checkpoint(self, checkpoint: dict[str, Any], path: Any) -> None:
         """Write a checkpoint once: from rank zero."""
         if self.is_global_zero:

@@ -41,6 +41,19 @@ def require_fulmen_format(checkpoint: dict[str, Any], path: str) -> None:
                              f"a run cannot resume from it.{hint}")
 
 
+def check_keys(module: torch.nn.Module, state: dict[str, Any], path: str) -> None:
+    """An error that lists the missing and unexpected keys, if any."""
+    own = set(module.state_dict())
+    missing = sorted(own - set(state))
+    unexpected = sorted(set(state) - own)
+    if missing or unexpected:
+        raise ConfigurationError(
+            f"checkpoint {path!r} does not fit {type(module).__name__}: missing keys "
+            f"{_few(missing)}, unexpected keys {_few(unexpected)}. Was it saved from another "
+            "model? Pass strict=False to load the keys that match."
+        )
+
+
 def load_state_into(module: torch.nn.Module, state: dict[str, Any], strict: bool,
                     path: str) -> None:
     """``load_state_dict`` with an error that lists the missing and unexpected keys."""

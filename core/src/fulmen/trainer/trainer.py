@@ -589,7 +589,12 @@ class Trainer(SelectionReport):
         ckpt.require_state_dict(checkpoint, path)
         assert self.module is not None
         self.module.on_load_checkpoint(checkpoint)
-        ckpt.load_state_into(self.module, checkpoint["state_dict"], True, path)
+        ckpt.check_keys(self.module, checkpoint["state_dict"], path)
+        try:
+            self.strategy.load_module_state_dict(checkpoint["state_dict"])
+        except RuntimeError as exc:  # shapes that differ
+            raise ConfigurationError(f"checkpoint {path!r} does not fit "
+                                     f"{type(self.module).__name__}: {exc}") from exc
         if stage != "fit":
             return None
         ckpt.require_fulmen_format(checkpoint, path)
@@ -599,7 +604,7 @@ class Trainer(SelectionReport):
                 callback.load_state_dict(state)
             callback.on_load_checkpoint(self, self.module, checkpoint)
         for optimizer, state in zip(self.optimizers, checkpoint.get("optimizer_states", [])):
-            optimizer.load_state_dict(state)
+            self.strategy.load_optimizer_state(optimizer, state)
         for config, state in zip(self._lr_scheduler_configs,
                                  checkpoint.get("lr_schedulers", [])):
             config.scheduler.load_state_dict(state)

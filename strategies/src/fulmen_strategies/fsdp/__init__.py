@@ -1,0 +1,17 @@
+"""The ``fsdp`` strategy plugin: FSDP2 (``torch.distributed.fsdp.fully_shard``), on CPU and CUDA."""
+
+from fulmen import StrategySpec, hookimpl
+
+
+@hookimpl
+def fulmen_strategies():
+    yield StrategySpec(
+        name="fsdp",
+        target="fulmen_strategies.fsdp.strategy:FSDPStrategy",
+        launcher="fulmen_strategies.launchers.script:ScriptLauncher",
+        accelerators=["cpu", "cuda"],
+        precisions=["32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true"],
+        interactive=False,
+        description="Fully Sharded Data Parallel (FSDP2): parameters, gradients and optimizer "
+                    "state sharded across processes",
+    )

@@ -1,0 +1,227 @@
+"""``FSDPStrategy``: FSDP2 — parameters, gradients and optimizer state sharded across ranks.
+
+``auto_wrap_policy``: module classes (or their names) to shard as their own units, e.g.
+``{TransformerBlock}``; the root module is always sharded. ``cpu_offload=True`` keeps sharded
+parameters on the CPU between uses (CUDA only: on the CPU they are there already).
+``state_dict_type``: ``"full"`` checkpoints are one file with ordinary tensors (rank 0 writes
+it; loadable without FSDP); ``"sharded"`` checkpoints are a directory written by every rank
+through ``torch.distributed.checkpoint``. Mixed precision comes from the Trainer's precision.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from fulmen import ConfigurationError
+from fulmen_strategies.parallel import ParallelStrategy
+
+_STEPS = ("training_step", "validation_step", "test_step", "predict_step")
+_META = "meta.pt"
+
+
+class FSDPStrategy(ParallelStrategy):
+    def __init__(self, auto_wrap_policy: Iterable[type | str] | None = None,
+                 cpu_offload: bool = False, reshard_after_forward: bool = True,
+                 state_dict_type: str = "full", process_group_backend: str | None = None,
+                 timeout: float | timedelta | None = None) -> None:
+        super().__init__(process_group_backend, timeout)
+        if state_dict_type not in ("full", "sharded"):
+            raise ConfigurationError(f"FSDPStrategy(state_dict_type={state_dict_type!r}): use "
+                                     "'full' (one file) or 'sharded' (a directory per save)")
+        self.auto_wrap_policy = set(auto_wrap_policy or ())
+        self.cpu_offload = cpu_offload
+        self.reshard_after_forward = reshard_after_forward
+        self.state_dict_type = state_dict_type
+        self.optimizers: list[Any] = []
+
+    # ------------------------------------------------------------------ wrapping
+
+    def _mixed_precision(self) -> Any:
+        from torch.distributed.fsdp import MixedPrecisionPolicy
+
+        dtype = getattr(self.precision, "dtype", None)
+        if dtype is None or dtype == torch.float32:
+            return MixedPrecisionPolicy()
+        true_half = getattr(self.precision, "scaler", None) is None and not hasattr(
+            self.precision, "_unscaled")
+        return MixedPrecisionPolicy(param_dtype=dtype,
+                                    reduce_dtype=dtype if true_half else torch.float32)
+
+    def _wraps(self, module: torch.nn.Module) -> bool:
+        return any(isinstance(module, c) if isinstance(c, type) else type(module).__name__ == c
+                   for c in self.auto_wrap_policy)
+
+    def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
+        if not self.distributed:
+            return module
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import (
+            CPUOffloadPolicy,
+            OffloadPolicy,
+            fully_shard,
+            register_fsdp_forward_method,
+        )
+
+        mesh = init_device_mesh(self.root_device.type, (self.world_size,))
+        options = {"mesh": mesh, "mp_policy": self._mixed_precision(),
+                   "reshard_after_forward": self.reshard_after_forward,
+                   "offload_policy": CPUOffloadPolicy() if self.cpu_offload and
+                   self.root_device.type == "cuda" else OffloadPolicy()}
+        for name, child in module.named_modules():
+            if name and self._wraps(child):
+                fully_shard(child, **options)
+        fully_shard(module, **options)
+        for method in _STEPS:  # steps unshard the root like forward does
+            if callable(getattr(module, method, None)):
+                register_fsdp_forward_method(module, method)
+        return module
+
+    def setup_optimizers(self, optimizers: list[Any]) -> list[Any]:
+        self.optimizers = list(optimizers)
+        return optimizers
+
+    def clip_gradients(self, module: torch.nn.Module, optimizer: Any, clip_val: float,
+                       algorithm: str = "norm") -> Any:
+        if algorithm == "value" or not self.distributed:
+            return super().clip_gradients(module, optimizer, clip_val, algorithm)
+        self.precision.unscale_gradients(optimizer)
+        params = [p for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+        norm = torch.nn.utils.get_total_norm([p.grad for p in params])
+        norm = norm.full_tensor() if hasattr(norm, "full_tensor") else norm
+        torch.nn.utils.clip_grads_with_norm_(params, clip_val, norm)
+        return norm
+
+    # ------------------------------------------------------------------ state dicts
+
+    def _options(self, full: bool) -> Any:
+        from torch.distributed.checkpoint.state_dict import StateDictOptions
+
+        return StateDictOptions(full_state_dict=full, cpu_offload=full)
+
+    def module_state_dict(self) -> dict[str, Any]:
+        if not self.distributed:
+            return super().module_state_dict()
+        from torch.distributed.checkpoint.state_dict import get_model_state_dict
+
+        return get_model_state_dict(self.module, options=self._options(
+            self.state_dict_type == "full"))
+
+    def load_module_state_dict(self, state: dict[str, Any], strict: bool = True) -> Any:
+        if not self.distributed:
+            return super().load_module_state_dict(state, strict)
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+
+        full = not any(hasattr(v, "device_mesh") for v in state.values())
+        return set_model_state_dict(self.module, state, options=StateDictOptions(
+            full_state_dict=full, strict=strict))
+
+    def optimizer_state(self, optimizer: Any) -> dict[str, Any]:
+        if not self.distributed:
+            return super().optimizer_state(optimizer)
+        from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict
+
+        return get_optimizer_state_dict(self.module, optimizer, options=self._options(
+            self.state_dict_type == "full"))
+
+    def load_optimizer_state(self, optimizer: Any, state: dict[str, Any]) -> None:
+        if not self.distributed:
+            return super().load_optimizer_state(optimizer, state)
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            set_optimizer_state_dict,
+        )
+
+        if not state.get("state"):  # a stateless optimizer (plain SGD): only hyper-parameters
+            for group, saved in zip(optimizer.param_groups, state.get("param_groups", [])):
+                group.update({k: v for k, v in saved.items() if k != "params"})
+            return None
+        full = self._is_full(state)
+        set_optimizer_state_dict(self.module, optimizer, state,
+                                 options=StateDictOptions(full_state_dict=full))
+        return None
+
+    @staticmethod
+    def _is_full(state: Any) -> bool:
+        found: list[bool] = []
+
+        def walk(obj: Any) -> None:
+            if hasattr(obj, "device_mesh"):
+                found.append(True)
+            elif isinstance(obj, dict):
+                for value in obj.values():
+                    walk(value)
+            elif isinstance(obj, list | tuple):
+                for value in obj:
+                    walk(value)
+
+        walk(state)
+        return not found
+
+    # ------------------------------------------------------------------ files
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: Any) -> None:
+        if self.state_dict_type == "full" or not self.distributed:
+            return super().save_checkpoint(checkpoint, path)
+        import torch.distributed.checkpoint as dcp
+
+        target = Path(path)
+        staging = target.with_name(f".{target.name}.partial")
+        if self.is_global_zero and staging.exists():
+            shutil.rmtree(staging)
+        self.barrier("fsdp-save-start")
+        tensors = {"state_dict": checkpoint["state_dict"],
+                   "optimizer_states": dict(enumerate(checkpoint.get("optimizer_states", [])))}
+        dcp.save(tensors, checkpoint_id=str(staging))
+        if self.is_global_zero:
+            meta = {k: v for k, v in checkpoint.items()
+                    if k not in ("state_dict", "optimizer_states")}
+            torch.save(meta, staging / _META)
+            if target.exists():
+                shutil.rmtree(target) if target.is_dir() else target.unlink()
+            os.replace(staging, target)
+        self.barrier("fsdp-save-end")
+        return None
+
+    def load_checkpoint(self, path: Any, weights_only: bool = True) -> dict[str, Any]:
+        target = Path(path)
+        if not target.is_dir():
+            return super().load_checkpoint(path, weights_only)
+        if not (target / _META).exists():
+            raise ConfigurationError(f"checkpoint {str(target)!r} is a directory without "
+                                     f"{_META}: not a sharded fulmen checkpoint")
+        if not self.distributed or self.module is None:
+            raise ConfigurationError(f"checkpoint {str(target)!r} is sharded; load it with "
+                                     "strategy='fsdp' on the same number of processes, or "
+                                     "save with FSDPStrategy(state_dict_type='full')")
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import (
+            get_model_state_dict,
+            get_optimizer_state_dict,
+        )
+
+        meta = torch.load(target / _META, map_location="cpu", weights_only=weights_only)
+        state = {"state_dict": get_model_state_dict(self.module),
+                 "optimizer_states": {i: get_optimizer_state_dict(self.module, o)
+                                      for i, o in enumerate(self.optimizers)}}
+        if "optimizer_states" not in meta.get("loops", {}) and not self.optimizers:
+            state.pop("optimizer_states")
+        dcp.load(state, checkpoint_id=str(target))
+        meta["state_dict"] = state["state_dict"]
+        if "optimizer_states" in state:
+            meta["optimizer_states"] = [state["optimizer_states"][i]
+                                        for i in range(len(self.optimizers))]
+        return meta
+
+    def remove_checkpoint(self, path: Any) -> None:
+        if self.is_global_zero and Path(path).is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            super().remove_checkpoint(path)
