@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
+
 from conftest import no_process_left
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]

@@ -169,6 +169,19 @@ class Module(Hooks, torch.nn.Module):
             return self(*batch)
         return self(batch)
 
+    def training_step_end(self, step_output: Any) -> Any:
+        """Under ``dp``/``ddp2``: the outputs of every GPU's part of the batch, gathered;
+        return the reduced output (the loss). Other strategies never call it."""
+        return step_output
+
+    def validation_step_end(self, step_output: Any) -> Any:
+        """Like ``training_step_end``, for validation."""
+        return step_output
+
+    def test_step_end(self, step_output: Any) -> Any:
+        """Like ``training_step_end``, for testing."""
+        return step_output
+
     def configure_optimizers(self) -> Any:
         raise ConfigurationError(
             f"{type(self).__name__} has no configure_optimizers; return an optimizer, a list of "

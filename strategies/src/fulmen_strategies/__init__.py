@@ -9,6 +9,8 @@ _EXPORTS = {
     "ParallelStrategy": "fulmen_strategies.parallel",
     "DDPStrategy": "fulmen_strategies.ddp.strategy",
     "FSDPStrategy": "fulmen_strategies.fsdp.strategy",
+    "DataParallelStrategy": "fulmen_strategies.dp.strategy",
+    "DDP2Strategy": "fulmen_strategies.ddp2.strategy",
 }
 __all__ = list(_EXPORTS)
 

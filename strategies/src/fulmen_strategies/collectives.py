@@ -55,7 +55,7 @@ def _check(kind: str, tensor: torch.Tensor | None = None) -> None:
     keys = [f"fulmen/collective/{seq}/{r}" for r in range(world)]
     try:
         store.wait(keys, timedelta(seconds=timeout))
-    except Exception:  # noqa: BLE001 - a timeout: find who never arrived
+    except Exception:
         missing = [r for r, key in enumerate(keys) if not store.check([key])]
         raise CollectiveMismatchError(
             f"collective #{seq} ({kind} at {mine.rsplit('|', 1)[1]}) waited {timeout:g}s: ranks "

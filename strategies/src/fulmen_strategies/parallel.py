@@ -123,5 +123,5 @@ def _destroy_group() -> None:
     if dist.is_initialized():
         try:
             dist.destroy_process_group()
-        except Exception:  # noqa: BLE001 - the process is ending anyway
+        except Exception:
             pass

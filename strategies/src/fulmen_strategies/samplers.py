@@ -30,19 +30,19 @@ class UnrepeatedDistributedSampler(DistributedSampler):  # type: ignore[type-arg
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.num_samples = len(range(self.rank, len(self.dataset), self.num_replicas))
-        self.total_size = len(self.dataset)
+        self.total_size = len(self.dataset)  # type: ignore[arg-type]
+        self.num_samples = len(range(self.rank, self.total_size, self.num_replicas))
 
     def __iter__(self) -> Iterator[int]:
-        indices = list(range(len(self.dataset)))
+        indices = list(range(self.total_size))
         if self.shuffle:
             g = torch.Generator().manual_seed(self.seed + self.epoch)
-            indices = torch.randperm(len(self.dataset), generator=g).tolist()
+            indices = torch.randperm(self.total_size, generator=g).tolist()
         return iter(indices[self.rank:self.total_size:self.num_replicas])
 
 
-class _SamplerAsDataset(Dataset):  # type: ignore[type-arg]
-    def __init__(self, sampler: Sampler) -> None:  # type: ignore[type-arg]
+class _SamplerAsDataset(Dataset):
+    def __init__(self, sampler: Sampler) -> None:
         self.sampler = sampler
         self._indices: list[int] | None = None
 
@@ -58,10 +58,10 @@ class _SamplerAsDataset(Dataset):  # type: ignore[type-arg]
         self._indices = None
 
 
-class DistributedSamplerWrapper(DistributedSampler):  # type: ignore[type-arg]
+class DistributedSamplerWrapper(DistributedSampler):
     """Shards the output of the user's own sampler (weighted, bucketing...) across ranks."""
 
-    def __init__(self, sampler: Sampler, **kwargs: Any) -> None:  # type: ignore[type-arg]
+    def __init__(self, sampler: Sampler, **kwargs: Any) -> None:
         super().__init__(_SamplerAsDataset(sampler), **kwargs)
 
     def __iter__(self) -> Iterator[int]:
@@ -90,19 +90,20 @@ def distribute(loader: Any, stage: str, num_replicas: int, rank: int) -> Any:
             "use_distributed_sampler=False, or use a sampler instead of a batch_sampler")
     inner = loader.sampler
     seed = int(os.environ.get("FULMEN_GLOBAL_SEED", 0))
-    options = {"num_replicas": num_replicas, "rank": rank, "seed": seed}
-    sampler: Sampler  # type: ignore[type-arg]
+    options: dict[str, Any] = {"num_replicas": num_replicas, "rank": rank, "seed": seed}
+    sampler: Any
     if stage == "predict":
         sampler = UnrepeatedDistributedSampler(loader.dataset, shuffle=False, **options)
     elif isinstance(inner, RandomSampler | SequentialSampler):
         sampler = DistributedSampler(loader.dataset, shuffle=isinstance(inner, RandomSampler),
                                      **options)
     else:
-        sampler = DistributedSamplerWrapper(inner, shuffle=False, **options)
+        sampler = DistributedSamplerWrapper(inner, shuffle=False,  # type: ignore[arg-type]
+                                            **options)
     return rebuild(loader, sampler)
 
 
-def rebuild(loader: DataLoader, sampler: Sampler) -> DataLoader:  # type: ignore[type-arg]
+def rebuild(loader: DataLoader, sampler: Sampler) -> DataLoader:
     """The same dataloader with another sampler."""
     kwargs: dict[str, Any] = {
         "batch_size": loader.batch_size, "sampler": sampler, "num_workers": loader.num_workers,

@@ -25,7 +25,7 @@ class Logger(ABC):
     def log_dir(self) -> str | None:
         return None
 
-    def set_version(self, version: int | str | None) -> None:
+    def set_version(self, version: int | str | None) -> None:  # noqa: B027 - optional
         """Fix the version (all processes of a job use rank zero's)."""
 
     @abstractmethod

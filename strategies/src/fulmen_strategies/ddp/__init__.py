@@ -10,7 +10,7 @@ from fulmen import StrategySpec, hookimpl
 _TARGET = "fulmen_strategies.ddp.strategy:DDPStrategy"
 _SCRIPT = "fulmen_strategies.launchers.script:ScriptLauncher"
 _MP = "fulmen_strategies.launchers.multiprocessing:MultiprocessingLauncher"
-_VARIANTS = [
+_VARIANTS: list[tuple[str, dict[str, object], str, bool, str]] = [
     ("ddp", {}, _SCRIPT, False, "re-runs the script once per process (like torchrun)"),
     ("ddp_spawn", {"start_method": "spawn"}, _MP, False,
      "spawned workers (pickles the model); returns to the caller"),

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.distributed as dist
 
 from fulmen import ConfigurationError
 from fulmen_strategies.parallel import ParallelStrategy
@@ -111,6 +110,7 @@ class FSDPStrategy(ParallelStrategy):
             return super().module_state_dict()
         from torch.distributed.checkpoint.state_dict import get_model_state_dict
 
+        assert self.module is not None
         return get_model_state_dict(self.module, options=self._options(
             self.state_dict_type == "full"))
 
@@ -119,6 +119,7 @@ class FSDPStrategy(ParallelStrategy):
             return super().load_module_state_dict(state, strict)
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 
+        assert self.module is not None
         full = not any(hasattr(v, "device_mesh") for v in state.values())
         return set_model_state_dict(self.module, state, options=StateDictOptions(
             full_state_dict=full, strict=strict))
@@ -128,6 +129,7 @@ class FSDPStrategy(ParallelStrategy):
             return super().optimizer_state(optimizer)
         from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict
 
+        assert self.module is not None
         return get_optimizer_state_dict(self.module, optimizer, options=self._options(
             self.state_dict_type == "full"))
 
@@ -143,6 +145,7 @@ class FSDPStrategy(ParallelStrategy):
             for group, saved in zip(optimizer.param_groups, state.get("param_groups", [])):
                 group.update({k: v for k, v in saved.items() if k != "params"})
             return None
+        assert self.module is not None
         full = self._is_full(state)
         set_optimizer_state_dict(self.module, optimizer, state,
                                  options=StateDictOptions(full_state_dict=full))
@@ -208,7 +211,7 @@ class FSDPStrategy(ParallelStrategy):
         )
 
         meta = torch.load(target / _META, map_location="cpu", weights_only=weights_only)
-        state = {"state_dict": get_model_state_dict(self.module),
+        state: dict[str, Any] = {"state_dict": get_model_state_dict(self.module),
                  "optimizer_states": {i: get_optimizer_state_dict(self.module, o)
                                       for i, o in enumerate(self.optimizers)}}
         if "optimizer_states" not in meta.get("loops", {}) and not self.optimizers:

@@ -58,7 +58,7 @@ def find_unpicklable(obj: Any, path: str, depth: int = 0, seen: set[int] | None 
     try:
         dumps(obj)
         return None
-    except Exception:  # noqa: BLE001 - any pickling failure is what we look for
+    except Exception:
         pass
     children: list[tuple[str, Any]] = []
     if isinstance(obj, dict):
@@ -85,7 +85,7 @@ def check_picklable(strategy_name: str, named: dict[str, Any]) -> None:
             continue
         try:
             dumps(obj)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             culprit = find_unpicklable(obj, name) or name
             raise ConfigurationError(
                 f"strategy={strategy_name!r} pickles the {name} to start its worker processes, "
@@ -103,7 +103,7 @@ def _worker(local_rank: int, payload: bytes | tuple[Any, ...], env: dict[str, st
     os.environ["RANK"] = str(int(env["NODE_RANK"]) * int(env["FULMEN_PER_NODE"]) + local_rank)
     result = function(*args, **kwargs)
     if int(os.environ["RANK"]) == 0:
-        owner = getattr(function, "__self__", None)
+        owner: Any = getattr(function, "__self__", None)
         state = owner._spawn_state() if hasattr(owner, "_spawn_state") else None
         buffer = io.BytesIO()
         torch.save({"result": result, "state": state}, buffer)
@@ -137,7 +137,7 @@ class MultiprocessingLauncher(Launcher):
                     "(the children would crash). Restart the kernel and avoid touching CUDA "
                     "before fit, or use strategy='ddp_spawn'")
         else:
-            owner = getattr(function, "__self__", None)
+            owner: Any = getattr(function, "__self__", None)
             check_picklable(name, {**_named_args(args), "trainer": owner})
         env = strategy.cluster_environment
         per_node = strategy.processes_per_node

@@ -1,0 +1,51 @@
+"""``DDP2Strategy``: one process per node; DataParallel over that node's GPUs, and
+DistributedDataParallel across nodes.
+
+Each node loads one batch, splits it over its GPUs, and gradients are averaged across nodes:
+the effective batch size is ``batch_size * num_nodes``. Useful when a metric needs every
+sample of a node's batch at once (``*_step_end`` sees them all). Torch removed multi-device
+modules from DDP's own options, so the per-node DataParallel sits inside DDP.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.nn.parallel import DistributedDataParallel
+
+from fulmen_strategies.ddp.strategy import StepDispatcher
+from fulmen_strategies.dp.strategy import _END, mean_losses
+from fulmen_strategies.parallel import ParallelStrategy
+
+
+class DDP2Strategy(ParallelStrategy):
+    @property
+    def processes_per_node(self) -> int:
+        return 1
+
+    @property
+    def root_device(self) -> torch.device:
+        return self.parallel_devices[0] if self.parallel_devices else torch.device("cpu")
+
+    def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
+        ids = [d.index for d in self.parallel_devices if d.type == "cuda"]
+        local = torch.nn.DataParallel(StepDispatcher(module), device_ids=ids or None)
+        return DistributedDataParallel(local) if self.distributed else local
+
+    def step(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        module, model = self.module, self.model
+        assert module is not None and model is not None
+        if method == "predict_step" or (method != "training_step" and self.distributed):
+            local = model.module if isinstance(model, DistributedDataParallel) else model
+            with self.precision.forward_context():
+                output = local(method, *args, **kwargs)
+        else:
+            with self.precision.forward_context():
+                output = model(method, *args, **kwargs)
+        end = _END.get(method)
+        from fulmen.module import Module
+
+        if end and getattr(type(module), end) is not getattr(Module, end):
+            return getattr(module, end)(output)
+        return mean_losses(output)

@@ -1,0 +1,15 @@
+"""The ``dp`` strategy plugin: torch.nn.DataParallel over the GPUs of one process."""
+
+from fulmen import StrategySpec, hookimpl
+
+
+@hookimpl
+def fulmen_strategies():
+    yield StrategySpec(
+        name="dp",
+        target="fulmen_strategies.dp.strategy:DataParallelStrategy",
+        accelerators=["cuda"],
+        multi_node=False,
+        description="DataParallel: one process splits each batch over its GPUs (needs GPUs; "
+                    "ddp is faster)",
+    )
