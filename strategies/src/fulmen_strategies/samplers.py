@@ -25,7 +25,7 @@ from fulmen import ConfigurationError
 _warned_iterable = {"done": False}
 
 
-class UnrepeatedDistributedSampler(DistributedSampler):  # type: ignore[type-arg]
+class UnrepeatedDistributedSampler(DistributedSampler):
     """Shards without padding, so no sample is predicted twice (shards may differ by one)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
