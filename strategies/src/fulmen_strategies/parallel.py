@@ -118,10 +118,14 @@ class ParallelStrategy(Strategy):
 
 
 def _destroy_group() -> None:
-    """At exit. The group lives across stages (fit, then test, then save_checkpoint), and no
-    barrier comes first: one rank may exit while another still works."""
-    if dist.is_initialized():
-        try:
-            dist.destroy_process_group()
-        except Exception:
-            pass
+    """At exit: the group lives across stages (fit, then test, then save_checkpoint). Ranks
+    meet at a barrier first (tearing gloo down while a peer still talks aborts the process); a
+    peer that crashed makes the barrier fail at once, and then the group is left to die with
+    the process."""
+    if not dist.is_initialized():
+        return
+    try:
+        dist.barrier()
+        dist.destroy_process_group()
+    except Exception:
+        pass
