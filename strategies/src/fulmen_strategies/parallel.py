@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 from datetime import timedelta
 from typing import Any
 
@@ -65,6 +66,7 @@ class ParallelStrategy(Strategy):
     def on_exception(self, exception: BaseException) -> None:
         """The other ranks may be stuck in a collective this rank will never join: the
         process group is left alone (tearing it down could block too)."""
+        _failed["run"] = True
 
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
         if self.sync_batchnorm and self.distributed:
@@ -117,15 +119,23 @@ class ParallelStrategy(Strategy):
         return bool(votes == self.world_size) if all else bool(votes > 0)
 
 
+_failed = {"run": False}
+
+
 def _destroy_group() -> None:
-    """At exit: the group lives across stages (fit, then test, then save_checkpoint). Ranks
-    meet at a barrier first (tearing gloo down while a peer still talks aborts the process); a
-    peer that crashed makes the barrier fail at once, and then the group is left to die with
-    the process."""
+    """At exit: the group lives across stages (fit, then test, then save_checkpoint).
+
+    gloo aborts the process when torn down while a peer still talks, so healthy ranks first
+    meet at a barrier (bounded: 30 s). After an error (in a run, or uncaught at exit) there is
+    no barrier: a peer may be blocked in a collective this rank will never join, and the group
+    dies with the process."""
     if not dist.is_initialized():
         return
+    if _failed["run"] or getattr(sys, "last_value", None) is not None:
+        return
     try:
-        dist.barrier()
+        if dist.get_backend() == "gloo":
+            dist.monitored_barrier(timeout=timedelta(seconds=30))
         dist.destroy_process_group()
-    except Exception:
+    except Exception:  # a peer is gone; the process is ending anyway
         pass
