@@ -57,7 +57,7 @@ def test_step_end_receives_the_step_output():
                     parallel_devices=[torch.device("cpu")], num_nodes=1)
     strategy.setup_module(WithEnd())
     x, y = next(iter(loader(n=8, batch_size=8)))
-    assert float(strategy.step("training_step", (x, y), 0)) == 42 and seen == [8]
+    assert float(strategy.step("training_step", (x, y), 0).detach()) == 42 and seen == [8]
 
 
 @pytest.mark.gpu
