@@ -42,6 +42,10 @@ class Precision(Named):
         """Context around forward / *_step calls (autocast for mixed precision)."""
         yield
 
+    def module_init_context(self) -> contextlib.AbstractContextManager[None]:
+        """Context in which new modules get this precision's parameter dtype (``*-true``)."""
+        return contextlib.nullcontext()
+
     def autocast(self) -> contextlib.AbstractContextManager[None]:
         """Alias of ``forward_context`` for users of ``Lite.autocast()``."""
         return self.forward_context()

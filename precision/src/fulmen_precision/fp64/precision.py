@@ -27,3 +27,6 @@ class Precision64(Precision):
     def forward_context(self) -> Iterator[None]:
         with default_dtype(torch.float64):
             yield
+
+    def module_init_context(self) -> contextlib.AbstractContextManager[None]:
+        return default_dtype(torch.float64)

@@ -32,3 +32,6 @@ class HalfPrecision(Precision):
     def forward_context(self) -> Iterator[None]:
         with default_dtype(self.dtype):
             yield
+
+    def module_init_context(self) -> contextlib.AbstractContextManager[None]:
+        return default_dtype(self.dtype)

@@ -14,14 +14,18 @@ from fulmen_strategies.parallel import ParallelStrategy
 
 
 class StepDispatcher(torch.nn.Module):
-    """Lets DDP's forward run ``training_step`` (so its gradient hooks see the step)."""
+    """Lets DDP's forward run ``training_step`` (so its gradient hooks see the step):
+    ``dispatcher(*args, fulmen_step="training_step")``; without ``fulmen_step`` it is the
+    module's own forward (what Lite calls)."""
 
     def __init__(self, module: torch.nn.Module) -> None:
         super().__init__()
         self.module = module
 
-    def forward(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return getattr(self.module, method)(*args, **kwargs)
+    def forward(self, *args: Any, fulmen_step: str = "forward", **kwargs: Any) -> Any:
+        if fulmen_step == "forward":
+            return self.module(*args, **kwargs)
+        return getattr(self.module, fulmen_step)(*args, **kwargs)
 
 
 class DDPStrategy(ParallelStrategy):
@@ -56,7 +60,7 @@ class DDPStrategy(ParallelStrategy):
         if method != "training_step" or not isinstance(model, DistributedDataParallel):
             return super().step(method, *args, **kwargs)
         with self.precision.forward_context():
-            return model(method, *args, **kwargs)
+            return model(*args, fulmen_step=method, **kwargs)
 
     @contextlib.contextmanager
     def no_backward_sync(self) -> Iterator[None]:

@@ -39,10 +39,10 @@ class DDP2Strategy(ParallelStrategy):
         if method == "predict_step" or (method != "training_step" and self.distributed):
             local = model.module if isinstance(model, DistributedDataParallel) else model
             with self.precision.forward_context():
-                output = local(method, *args, **kwargs)
+                output = local(*args, fulmen_step=method, **kwargs)
         else:
             with self.precision.forward_context():
-                output = model(method, *args, **kwargs)
+                output = model(*args, fulmen_step=method, **kwargs)
         end = _END.get(method)
         from fulmen.module import Module
 

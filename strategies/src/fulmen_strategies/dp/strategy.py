@@ -54,7 +54,7 @@ class DataParallelStrategy(Strategy):
         if method == "predict_step":
             return super().step(method, *args, **kwargs)
         with self.precision.forward_context():
-            output = model(method, *args, **kwargs)
+            output = model(*args, fulmen_step=method, **kwargs)
         from fulmen.module import Module
 
         end = _END.get(method, "")

@@ -1,0 +1,106 @@
+"""What ``Lite.setup*`` returns: thin wrappers that route through the strategy and precision."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+from fulmen.api.strategy import Strategy
+
+
+class LiteModule(torch.nn.Module):
+    """The user's module; forward runs through the strategy's wrapper under the precision's
+    context, outputs come back in the default float type. Attributes, ``state_dict`` keys and
+    methods are the original module's (``.module`` is it)."""
+
+    def __init__(self, forward_module: torch.nn.Module, original: torch.nn.Module,
+                 strategy: Strategy) -> None:
+        super().__init__()
+        self._forward_module = forward_module
+        self._original_module = original
+        self._strategy = strategy
+
+    @property
+    def module(self) -> torch.nn.Module:
+        return self._original_module
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        precision = self._strategy.precision
+        args, kwargs = precision.convert_input((args, kwargs))
+        with precision.forward_context():
+            output = self._forward_module(*args, **kwargs)
+        return precision.convert_output(output)
+
+    def state_dict(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        return self._original_module.state_dict(*args, **kwargs)
+
+    def load_state_dict(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        return self._original_module.load_state_dict(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._original_module, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_") or "_original_module" not in self.__dict__.get("_modules", {}):
+            super().__setattr__(name, value)
+        else:
+            setattr(self._original_module, name, value)
+
+
+class LiteOptimizer:
+    """The user's optimizer; ``step`` goes through the strategy and precision (loss scaling,
+    skipped steps on overflow). Everything else is the optimizer's own."""
+
+    def __init__(self, optimizer: torch.optim.Optimizer, strategy: Strategy) -> None:
+        self.__dict__["_optimizer"] = optimizer
+        self.__dict__["_strategy"] = strategy
+
+    @property
+    def optimizer(self) -> torch.optim.Optimizer:
+        return self.__dict__["_optimizer"]
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        return self._strategy.optimizer_step(self.optimizer, closure)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_optimizer"], name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self.__dict__["_optimizer"], name, value)
+
+
+class LiteDataLoader:
+    """The user's dataloader (with a distributed sampler if asked); batches are moved to the
+    device, and ``set_epoch`` is called on distributed samplers at each new pass."""
+
+    def __init__(self, dataloader: Any, strategy: Strategy, move_to_device: bool) -> None:
+        self._dataloader = dataloader
+        self._strategy = strategy
+        self._move = move_to_device and strategy.root_device.type != "cpu"
+        self._epoch = 0
+
+    @property
+    def dataloader(self) -> Any:
+        return self._dataloader
+
+    def __len__(self) -> int:
+        return len(self._dataloader)
+
+    def __iter__(self) -> Iterator[Any]:
+        sampler = getattr(self._dataloader, "sampler", None)
+        if callable(getattr(sampler, "set_epoch", None)):
+            sampler.set_epoch(self._epoch)
+        self._epoch += 1
+        if not self._move:
+            yield from self._dataloader
+            return
+        for batch in self._dataloader:
+            yield self._strategy.batch_to_device(batch)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._dataloader, name)
