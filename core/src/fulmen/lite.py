@@ -24,6 +24,11 @@ from fulmen.legacy import translate_flag
 from fulmen.lite_wrappers import LiteDataLoader, LiteModule, LiteOptimizer
 
 
+def _original_run(lite: Lite, *args: Any, **kwargs: Any) -> Any:
+    """The subclass's own ``run`` (picklable by reference, for spawned workers)."""
+    return type(lite).run.__wrapped__(lite, *args, **kwargs)  # type: ignore[attr-defined]
+
+
 class Lite(SelectionReport):
     """Subclass and override ``run()``, or call ``lite.launch(fn)``.
 
@@ -57,7 +62,7 @@ class Lite(SelectionReport):
             def launching_run(self: Lite, *args: Any, **kwargs: Any) -> Any:
                 if self._launched:  # run() called from inside run(): no second launch
                     return run(self, *args, **kwargs)
-                return self._launch(run, self, *args, **kwargs)
+                return self._launch(_original_run, self, *args, **kwargs)
 
             launching_run._lite_launches = True  # type: ignore[attr-defined]
             cls.run = launching_run  # type: ignore[method-assign]
