@@ -33,10 +33,10 @@ class LiteModule(torch.nn.Module):
             output = self._forward_module(*args, **kwargs)
         return precision.convert_output(output)
 
-    def state_dict(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def state_dict(self, *args: Any, **kwargs: Any) -> Any:
         return self._original_module.state_dict(*args, **kwargs)
 
-    def load_state_dict(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def load_state_dict(self, *args: Any, **kwargs: Any) -> Any:
         return self._original_module.load_state_dict(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
@@ -92,9 +92,9 @@ class LiteDataLoader:
         return len(self._dataloader)
 
     def __iter__(self) -> Iterator[Any]:
-        sampler = getattr(self._dataloader, "sampler", None)
-        if callable(getattr(sampler, "set_epoch", None)):
-            sampler.set_epoch(self._epoch)
+        set_epoch = getattr(getattr(self._dataloader, "sampler", None), "set_epoch", None)
+        if callable(set_epoch):
+            set_epoch(self._epoch)
         self._epoch += 1
         if not self._move:
             yield from self._dataloader
