@@ -125,9 +125,30 @@ def with_fulmen(strategy: str, wide: bool) -> None:
     trainer.fit(Model(wide), DataLoader(digits(), batch_size=BATCH, shuffle=True))
 
 
+class BenchLite(fulmen.Lite):
+    def run(self) -> None:
+        torch.manual_seed(0)
+        model = net(False)
+        model, optimizer = self.setup(model, torch.optim.Adam(model.parameters(), lr=1e-3))
+        loader = self.setup_dataloaders(DataLoader(digits(), batch_size=BATCH, shuffle=True))
+        clock = Clock()
+        while clock.step < WARMUP + STEPS:
+            for x, y in loader:
+                loss = F.cross_entropy(model(x), y)
+                optimizer.zero_grad()
+                self.backward(loss)
+                optimizer.step()
+                clock.tick()
+                if clock.step == WARMUP + STEPS:
+                    break
+        clock.report(self.global_rank, self.world_size, {})
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "plain":
         plain()
+    elif mode == "lite":
+        BenchLite(accelerator="cpu", devices=2, strategy="ddp").run()
     else:
         with_fulmen(mode, wide=len(sys.argv) > 2 and sys.argv[2] == "wide")

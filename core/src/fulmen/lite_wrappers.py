@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from fulmen.api.precision import Precision
 from fulmen.api.strategy import Strategy
 
 
@@ -21,12 +22,21 @@ class LiteModule(torch.nn.Module):
         self._forward_module = forward_module
         self._original_module = original
         self._strategy = strategy
+        precision = strategy.precision
+        plain = all(getattr(type(precision), name) is getattr(Precision, name)
+                    for name in ("convert_input", "convert_output", "forward_context"))
+        # Hot path: a plain attribute (no nn.Module lookup) and no precision calls when the
+        # precision does nothing to inputs, outputs or the forward context.
+        object.__setattr__(self, "_call", forward_module if plain else None)
 
     @property
     def module(self) -> torch.nn.Module:
         return self._original_module
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        call = self.__dict__["_call"]
+        if call is not None:
+            return call(*args, **kwargs)
         precision = self._strategy.precision
         args, kwargs = precision.convert_input((args, kwargs))
         with precision.forward_context():

@@ -1,0 +1,63 @@
+"""Benchmark: a Lite loop against the same plain PyTorch loop, one process, same run.
+
+Tiny MLP 32 -> 64 -> 2, batch 64, 3000 steps, torch.set_num_threads(1), SGD; the loop body is
+identical except for the five Lite changes. Goal: Lite <= 1.03x the plain loop's time per step
+(2 processes under ddp are measured by ddp.py).
+
+    .venv/bin/python tests/benchmarks/lite_overhead.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from trainer_overhead import STEPS, make_loader, make_net, plain
+
+import fulmen
+
+REPEATS = 7
+
+
+class Loop(fulmen.Lite):
+    def run(self, loader: torch.utils.data.DataLoader) -> float:
+        model = make_net()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        model, optimizer = self.setup(model, optimizer)
+        loader = self.setup_dataloaders(loader)
+        step = 0
+        start = time.perf_counter()
+        while step < STEPS:
+            for x, y in loader:
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                optimizer.zero_grad()
+                self.backward(loss)
+                optimizer.step()
+                step += 1
+                if step == STEPS:
+                    break
+        return (time.perf_counter() - start) / STEPS
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    loader = make_loader()
+    plain(loader)
+    rows: dict[str, list[float]] = {"plain": [], "lite": []}
+    for _ in range(REPEATS):
+        rows["plain"].append(plain(loader))
+        rows["lite"].append(Loop(accelerator="cpu").run(loader))
+    base = statistics.median(rows["plain"])
+    lite = statistics.median(rows["lite"])
+    print(f"tiny MLP, {STEPS} steps, batch 64, 1 thread, median of {REPEATS}")
+    print(f"  plain  {base * 1e6:7.1f} us/step  1.000x")
+    print(f"  lite   {lite * 1e6:7.1f} us/step  {lite / base:5.3f}x (goal <= 1.03x)")
+
+
+if __name__ == "__main__":
+    main()
