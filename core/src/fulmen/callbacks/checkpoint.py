@@ -175,4 +175,5 @@ class ModelCheckpoint(Callback):
         while not replacing and (path.exists() or str(path) in self.best_k_models):
             path = self.dirpath / f"{name}-v{version}{self.CHECKPOINT_EXT}"  # never overwrite
             version += 1
-        return str(path)
+        # Rank zero decides: another rank looking after rank zero wrote would see the file.
+        return str(trainer.strategy.broadcast(str(path)))
