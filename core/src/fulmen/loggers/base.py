@@ -44,6 +44,27 @@ class Logger(ABC):
         self.save()
 
 
+class VersionedLogger(Logger):
+    """A logger writing under ``<save_dir>/<name>/version_<N>``."""
+
+    _dir: VersionedDir
+
+    @property
+    def name(self) -> str:
+        return self._dir.name
+
+    @property
+    def version(self) -> int | str:
+        return self._dir.version
+
+    @property
+    def log_dir(self) -> str:
+        return self._dir.log_dir
+
+    def set_version(self, version: int | str | None) -> None:
+        self._dir.set_version(version)
+
+
 def next_version(root: Path) -> int:
     """The first unused ``version_N`` under ``root``."""
     if not root.is_dir():

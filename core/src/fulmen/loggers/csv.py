@@ -8,10 +8,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from fulmen.loggers.base import Logger, VersionedDir
+from fulmen.loggers.base import VersionedDir, VersionedLogger
 
 
-class CSVLogger(Logger):
+class CSVLogger(VersionedLogger):
     """Writes ``<save_dir>/<name>/version_<N>/metrics.csv`` (one row per step, a column per
     metric; the header grows when new metrics appear) and ``hparams.yaml``. No dependencies."""
 
@@ -21,23 +21,7 @@ class CSVLogger(Logger):
         self.flush_every = flush_logs_every_n_steps
         self._rows: list[dict[str, Any]] = []
         self._columns: list[str] = []
-        self._written = 0
         self.hparams: dict[str, Any] = {}
-
-    @property
-    def name(self) -> str:
-        return self._dir.name
-
-    @property
-    def version(self) -> int | str:
-        return self._dir.version
-
-    @property
-    def log_dir(self) -> str:
-        return self._dir.log_dir
-
-    def set_version(self, version: int | str | None) -> None:
-        self._dir.set_version(version)
 
     @property
     def metrics_file_path(self) -> str:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from fulmen.loggers.base import Logger, VersionedDir
+from fulmen.loggers.base import VersionedDir, VersionedLogger
 from fulmen.loggers.csv import _plain
 
 
-class TensorBoardLogger(Logger):
+class TensorBoardLogger(VersionedLogger):
     """Writes ``<save_dir>/<name>/version_<N>/events.out.tfevents.*`` through
     ``torch.utils.tensorboard`` (needs the ``tensorboard`` package), plus ``hparams.yaml``."""
 
@@ -19,21 +19,6 @@ class TensorBoardLogger(Logger):
         self._writer_kwargs = writer_kwargs
         self._writer: Any = None
         self.hparams: dict[str, Any] = {}
-
-    @property
-    def name(self) -> str:
-        return self._dir.name
-
-    @property
-    def version(self) -> int | str:
-        return self._dir.version
-
-    @property
-    def log_dir(self) -> str:
-        return self._dir.log_dir
-
-    def set_version(self, version: int | str | None) -> None:
-        self._dir.set_version(version)
 
     @property
     def experiment(self) -> Any:

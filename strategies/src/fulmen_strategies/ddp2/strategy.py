@@ -15,7 +15,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from fulmen_strategies.ddp.strategy import StepDispatcher
-from fulmen_strategies.dp.strategy import _END, mean_losses
+from fulmen_strategies.dp.strategy import finish_step
 from fulmen_strategies.parallel import ParallelStrategy
 
 
@@ -43,9 +43,4 @@ class DDP2Strategy(ParallelStrategy):
         else:
             with self.precision.forward_context():
                 output = model(*args, fulmen_step=method, **kwargs)
-        end = _END.get(method)
-        from fulmen.module import Module
-
-        if end and getattr(type(module), end) is not getattr(Module, end):
-            return getattr(module, end)(output)
-        return mean_losses(output)
+        return finish_step(module, method, output)

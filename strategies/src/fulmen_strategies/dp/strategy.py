@@ -21,6 +21,16 @@ _END = {"training_step": "training_step_end", "validation_step": "validation_ste
         "test_step": "test_step_end"}
 
 
+def finish_step(module: torch.nn.Module, method: str, output: Any) -> Any:
+    """The module's ``*_step_end`` on gathered parts if it has one, else averaged losses."""
+    from fulmen.module import Module
+
+    end = _END.get(method, "")
+    if end and getattr(type(module), end) is not getattr(Module, end):
+        return getattr(module, end)(output)
+    return mean_losses(output)
+
+
 def mean_losses(output: Any) -> Any:
     """Default reduction of gathered parts: vectors of per-GPU scalars become their mean."""
     if isinstance(output, torch.Tensor):
@@ -55,12 +65,7 @@ class DataParallelStrategy(Strategy):
             return super().step(method, *args, **kwargs)
         with self.precision.forward_context():
             output = model(*args, fulmen_step=method, **kwargs)
-        from fulmen.module import Module
-
-        end = _END.get(method, "")
-        if end and getattr(type(module), end) is not getattr(Module, end):
-            return getattr(module, end)(output)
-        return mean_losses(output)
+        return finish_step(module, method, output)
 
     def reduce(self, tensor: Any, reduce_op: str = "mean") -> Any:
         """One process: gathered per-GPU values are reduced here."""
