@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 WORKER = str(Path(__file__).with_name("ddp_worker.py"))
-REPEATS = 5
+REPEATS = 7
 
 
 def run(*command: str) -> dict[str, float]:

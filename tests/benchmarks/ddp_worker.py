@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 import fulmen
 
-WARMUP, STEPS, BATCH = 50, 600, 32
+WARMUP, STEPS, BATCH = 50, 1200, 32
 torch.set_num_threads(1)  # at import, so spawned workers (which import this file) get it too
 
 
