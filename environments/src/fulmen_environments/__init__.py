@@ -6,6 +6,8 @@ from fulmen.lazy import lazy_exports
 
 _EXPORTS = {
     "LocalEnvironment": "fulmen_environments.local.environment",
+    "TorchElasticEnvironment": "fulmen_environments.torchelastic.environment",
+    "SLURMEnvironment": "fulmen_environments.slurm.environment",
 }
 __all__ = list(_EXPORTS)
 

@@ -89,6 +89,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--strategy", default="ddp")
     parser.add_argument("--devices", default="2")
+    parser.add_argument("--num-nodes", type=int, default=1)
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--samples", type=int, default=32)
     parser.add_argument("--epochs", type=int, default=2)
@@ -105,6 +106,7 @@ def main() -> None:
     devices: Any = int(args.devices) if args.devices.isdigit() else args.devices
     trainer = fulmen.Trainer(
         accelerator="cpu", devices=devices, strategy=args.strategy, max_epochs=args.epochs,
+        num_nodes=args.num_nodes,
         enable_progress_bar=False, enable_model_summary=False, logger=False,
         default_root_dir=str(out), num_sanity_val_steps=0,
         use_distributed_sampler=not args.no_sampler)
@@ -125,8 +127,9 @@ def main() -> None:
 
     if int(os.environ.get("RANK", "-1")) >= 0 or args.strategy in ("ddp",):
         rank = trainer.global_rank
+        extra_env = {"environment": trainer.cluster_environment.name}
         dump(out / f"rank{rank}.json", {"rank": rank, "seen": model.seen,
-                                        "val_seen": model.val_seen})
+                                        "val_seen": model.val_seen, **extra_env})
     if os.environ.get("LOCAL_RANK", "0") == "0":
         dump(out / "main.json", {"pid": os.getpid(), "argv0": sys.argv[0]})
 

@@ -1,0 +1,82 @@
+"""``TorchElasticEnvironment``: torchrun created every process and says who is who."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from fulmen import ClusterEnvironment, ConfigurationError
+from fulmen_environments import variables as v
+
+REQUIRED = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+            "MASTER_PORT")
+
+
+class TorchElasticEnvironment(ClusterEnvironment):
+    """Reads ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``GROUP_RANK``, ``LOCAL_WORLD_SIZE``,
+    ``MASTER_ADDR`` and ``MASTER_PORT``. ``restart_count`` (``TORCHELASTIC_RESTART_COUNT``) tells
+    an elastic restart apart from a first start."""
+
+    name = "torchelastic"
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self._environ = environ
+
+    @property
+    def environ(self) -> Mapping[str, str]:
+        return os.environ if self._environ is None else self._environ
+
+    @property
+    def creates_processes_externally(self) -> bool:
+        return True
+
+    @property
+    def main_address(self) -> str:
+        return self.environ["MASTER_ADDR"]
+
+    @property
+    def main_port(self) -> int:
+        return v.port(self.environ["MASTER_PORT"], "MASTER_PORT")
+
+    @staticmethod
+    def detect() -> bool:
+        return all(name in os.environ for name in REQUIRED)
+
+    def world_size(self) -> int:
+        return v.integer(self.environ, "WORLD_SIZE", 1)
+
+    def set_world_size(self, size: int) -> None:
+        pass  # torchrun decided it
+
+    def global_rank(self) -> int:
+        return v.integer(self.environ, "RANK")
+
+    def set_global_rank(self, rank: int) -> None:
+        pass
+
+    def local_rank(self) -> int:
+        return v.integer(self.environ, "LOCAL_RANK")
+
+    def node_rank(self) -> int:
+        return v.integer(self.environ, "GROUP_RANK")
+
+    @property
+    def restart_count(self) -> int:
+        return v.integer(self.environ, "TORCHELASTIC_RESTART_COUNT") if \
+            "TORCHELASTIC_RESTART_COUNT" in self.environ else 0
+
+    def validate_settings(self, num_devices: int, num_nodes: int) -> None:
+        v.require("torchelastic", self.environ, REQUIRED)
+        v.check_ranks("torchelastic", self.world_size(), self.global_rank())
+        _ = self.main_port  # validates the port
+        local = v.integer(self.environ, "LOCAL_WORLD_SIZE", 1)
+        if local != num_devices:
+            raise ConfigurationError(
+                f"torchrun started {local} processes per node (--nproc_per_node / "
+                f"LOCAL_WORLD_SIZE={local}), but the Trainer was given devices={num_devices}; "
+                "make them equal")
+        if self.world_size() != local * num_nodes:
+            raise ConfigurationError(
+                f"torchrun's world size is {self.world_size()} (WORLD_SIZE), but devices="
+                f"{num_devices} x num_nodes={num_nodes} makes {num_devices * num_nodes}; set "
+                "num_nodes to torchrun's --nnodes")
