@@ -8,6 +8,9 @@ _EXPORTS = {
     "LocalEnvironment": "fulmen_environments.local.environment",
     "TorchElasticEnvironment": "fulmen_environments.torchelastic.environment",
     "SLURMEnvironment": "fulmen_environments.slurm.environment",
+    "LSFEnvironment": "fulmen_environments.lsf.environment",
+    "MPIEnvironment": "fulmen_environments.mpi.environment",
+    "KubeflowEnvironment": "fulmen_environments.kubeflow.environment",
 }
 __all__ = list(_EXPORTS)
 

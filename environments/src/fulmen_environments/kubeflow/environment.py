@@ -1,0 +1,69 @@
+"""``KubeflowEnvironment``: a PyTorchJob runs one process per pod and sets
+``MASTER_ADDR``, ``MASTER_PORT``, ``WORLD_SIZE`` and ``RANK``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from fulmen import ClusterEnvironment, ConfigurationError
+from fulmen_environments import variables as v
+
+REQUIRED = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")
+
+
+class KubeflowEnvironment(ClusterEnvironment):
+    name = "kubeflow"
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self._environ = environ
+
+    @property
+    def environ(self) -> Mapping[str, str]:
+        return os.environ if self._environ is None else self._environ
+
+    @property
+    def creates_processes_externally(self) -> bool:
+        return True
+
+    @property
+    def main_address(self) -> str:
+        return self.environ["MASTER_ADDR"]
+
+    @property
+    def main_port(self) -> int:
+        return v.port(self.environ["MASTER_PORT"], "MASTER_PORT")
+
+    @staticmethod
+    def detect() -> bool:
+        return False  # only by name: plugins=["kubeflow"]
+
+    def world_size(self) -> int:
+        return v.integer(self.environ, "WORLD_SIZE", 1)
+
+    def set_world_size(self, size: int) -> None:
+        pass
+
+    def global_rank(self) -> int:
+        return v.integer(self.environ, "RANK")
+
+    def set_global_rank(self, rank: int) -> None:
+        pass
+
+    def local_rank(self) -> int:
+        return 0  # one process per pod
+
+    def node_rank(self) -> int:
+        return self.global_rank()
+
+    def validate_settings(self, num_devices: int, num_nodes: int) -> None:
+        v.require("Kubeflow", self.environ, REQUIRED)
+        v.check_ranks("Kubeflow", self.world_size(), self.global_rank())
+        _ = self.main_port
+        if num_devices != 1:
+            raise ConfigurationError(f"a Kubeflow PyTorchJob runs one process per pod, but "
+                                     f"devices={num_devices}; use devices=1 and one replica per "
+                                     "device")
+        if self.world_size() != num_nodes:
+            raise ConfigurationError(f"the PyTorchJob has {self.world_size()} replicas "
+                                     f"(WORLD_SIZE), but num_nodes={num_nodes}; make them equal")
