@@ -13,7 +13,9 @@ import io
 import multiprocessing
 import os
 import pickle
+import sys
 import tempfile
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -101,7 +103,13 @@ def _worker(local_rank: int, payload: bytes | tuple[Any, ...], env: dict[str, st
     os.environ.update(env)
     os.environ["LOCAL_RANK"] = str(local_rank)
     os.environ["RANK"] = str(int(env["NODE_RANK"]) * int(env["FULMEN_PER_NODE"]) + local_rank)
-    result = function(*args, **kwargs)
+    try:
+        result = function(*args, **kwargs)
+    except BaseException:
+        # Print it here: at exit gloo may abort the process before torch reports the error.
+        sys.stderr.write(f"[rank{os.environ['RANK']}] " + traceback.format_exc())
+        sys.stderr.flush()
+        raise
     if int(os.environ["RANK"]) == 0:
         owner: Any = getattr(function, "__self__", None)
         state = owner._spawn_state() if hasattr(owner, "_spawn_state") else None
