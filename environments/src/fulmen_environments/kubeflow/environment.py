@@ -3,28 +3,15 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
-
-from fulmen import ClusterEnvironment, ConfigurationError
+from fulmen import ConfigurationError
 from fulmen_environments import variables as v
+from fulmen_environments.scheduled import ScheduledEnvironment
 
 REQUIRED = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")
 
 
-class KubeflowEnvironment(ClusterEnvironment):
+class KubeflowEnvironment(ScheduledEnvironment):
     name = "kubeflow"
-
-    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
-        self._environ = environ
-
-    @property
-    def environ(self) -> Mapping[str, str]:
-        return os.environ if self._environ is None else self._environ
-
-    @property
-    def creates_processes_externally(self) -> bool:
-        return True
 
     @property
     def main_address(self) -> str:
@@ -41,14 +28,8 @@ class KubeflowEnvironment(ClusterEnvironment):
     def world_size(self) -> int:
         return v.integer(self.environ, "WORLD_SIZE", 1)
 
-    def set_world_size(self, size: int) -> None:
-        pass
-
     def global_rank(self) -> int:
         return v.integer(self.environ, "RANK")
-
-    def set_global_rank(self, rank: int) -> None:
-        pass
 
     def local_rank(self) -> int:
         return 0  # one process per pod

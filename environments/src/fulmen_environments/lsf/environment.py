@@ -5,11 +5,11 @@ and is skipped)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
 
-from fulmen import ClusterEnvironment, ConfigurationError
+from fulmen import ConfigurationError
 from fulmen_environments import variables as v
+from fulmen_environments.scheduled import ScheduledEnvironment
 
 REQUIRED = ("LSB_JOBID", "LSB_DJOB_RANKFILE", "JSM_NAMESPACE_SIZE", "JSM_NAMESPACE_RANK",
             "JSM_NAMESPACE_LOCAL_RANK")
@@ -27,23 +27,12 @@ def read_rank_file(path: str) -> list[str]:
     return lines[1:]
 
 
-class LSFEnvironment(ClusterEnvironment):
+class LSFEnvironment(ScheduledEnvironment):
     name = "lsf"
-
-    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
-        self._environ = environ
-
-    @property
-    def environ(self) -> Mapping[str, str]:
-        return os.environ if self._environ is None else self._environ
 
     @property
     def hosts(self) -> list[str]:
         return read_rank_file(self.environ["LSB_DJOB_RANKFILE"])
-
-    @property
-    def creates_processes_externally(self) -> bool:
-        return True
 
     @property
     def main_address(self) -> str:
@@ -62,14 +51,8 @@ class LSFEnvironment(ClusterEnvironment):
     def world_size(self) -> int:
         return v.integer(self.environ, "JSM_NAMESPACE_SIZE", 1)
 
-    def set_world_size(self, size: int) -> None:
-        pass
-
     def global_rank(self) -> int:
         return v.integer(self.environ, "JSM_NAMESPACE_RANK")
-
-    def set_global_rank(self, rank: int) -> None:
-        pass
 
     def local_rank(self) -> int:
         return v.integer(self.environ, "JSM_NAMESPACE_LOCAL_RANK")

@@ -7,8 +7,9 @@ import os
 import socket
 from collections.abc import Mapping
 
-from fulmen import ClusterEnvironment, ConfigurationError
+from fulmen import ConfigurationError
 from fulmen_environments import variables as v
+from fulmen_environments.scheduled import ScheduledEnvironment
 
 _PREFIXES = {"OMPI_COMM_WORLD": ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
                                  "OMPI_COMM_WORLD_LOCAL_RANK"),
@@ -16,16 +17,12 @@ _PREFIXES = {"OMPI_COMM_WORLD": ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
              "MV2": ("MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_LOCAL_RANK")}
 
 
-class MPIEnvironment(ClusterEnvironment):
+class MPIEnvironment(ScheduledEnvironment):
     name = "mpi"
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
-        self._environ = environ
+        super().__init__(environ)
         self._address: str | None = None
-
-    @property
-    def environ(self) -> Mapping[str, str]:
-        return os.environ if self._environ is None else self._environ
 
     def _names(self) -> tuple[str, str, str]:
         for names in _PREFIXES.values():
@@ -33,10 +30,6 @@ class MPIEnvironment(ClusterEnvironment):
                 return names
         raise ConfigurationError("no MPI rank variables found (OMPI_COMM_WORLD_*, PMI_*, "
                                  "MV2_COMM_WORLD_*): was this process started by mpirun?")
-
-    @property
-    def creates_processes_externally(self) -> bool:
-        return True
 
     @property
     def main_address(self) -> str:
@@ -65,14 +58,8 @@ class MPIEnvironment(ClusterEnvironment):
     def world_size(self) -> int:
         return v.integer(self.environ, self._names()[0], 1)
 
-    def set_world_size(self, size: int) -> None:
-        pass
-
     def global_rank(self) -> int:
         return v.integer(self.environ, self._names()[1])
-
-    def set_global_rank(self, rank: int) -> None:
-        pass
 
     def local_rank(self) -> int:
         name = self._names()[2]

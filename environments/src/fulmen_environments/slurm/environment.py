@@ -3,33 +3,22 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 
-from fulmen import ClusterEnvironment, ConfigurationError
+from fulmen import ConfigurationError
 from fulmen_environments import variables as v
+from fulmen_environments.scheduled import ScheduledEnvironment
 from fulmen_environments.slurm.nodelist import expand
 
 REQUIRED = ("SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID",
             "SLURM_JOB_NODELIST", "SLURM_JOB_ID")
 
 
-class SLURMEnvironment(ClusterEnvironment):
+class SLURMEnvironment(ScheduledEnvironment):
     """Reads ``SLURM_NTASKS`` (world size), ``SLURM_PROCID``, ``SLURM_LOCALID``,
     ``SLURM_NODEID`` and ``SLURM_JOB_NODELIST`` (the first host is the rendezvous). The port is
     ``MASTER_PORT`` if set, else derived from ``SLURM_JOB_ID`` so every task agrees on it."""
 
     name = "slurm"
-
-    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
-        self._environ = environ
-
-    @property
-    def environ(self) -> Mapping[str, str]:
-        return os.environ if self._environ is None else self._environ
-
-    @property
-    def creates_processes_externally(self) -> bool:
-        return True
 
     @property
     def main_address(self) -> str:
@@ -52,14 +41,8 @@ class SLURMEnvironment(ClusterEnvironment):
     def world_size(self) -> int:
         return v.integer(self.environ, "SLURM_NTASKS", 1)
 
-    def set_world_size(self, size: int) -> None:
-        pass  # SLURM decided it
-
     def global_rank(self) -> int:
         return v.integer(self.environ, "SLURM_PROCID")
-
-    def set_global_rank(self, rank: int) -> None:
-        pass
 
     def local_rank(self) -> int:
         return v.integer(self.environ, "SLURM_LOCALID")

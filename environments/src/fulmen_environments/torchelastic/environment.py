@@ -3,32 +3,21 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 
-from fulmen import ClusterEnvironment, ConfigurationError
+from fulmen import ConfigurationError
 from fulmen_environments import variables as v
+from fulmen_environments.scheduled import ScheduledEnvironment
 
 REQUIRED = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
             "MASTER_PORT")
 
 
-class TorchElasticEnvironment(ClusterEnvironment):
+class TorchElasticEnvironment(ScheduledEnvironment):
     """Reads ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``GROUP_RANK``, ``LOCAL_WORLD_SIZE``,
     ``MASTER_ADDR`` and ``MASTER_PORT``. ``restart_count`` (``TORCHELASTIC_RESTART_COUNT``) tells
     an elastic restart apart from a first start."""
 
     name = "torchelastic"
-
-    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
-        self._environ = environ
-
-    @property
-    def environ(self) -> Mapping[str, str]:
-        return os.environ if self._environ is None else self._environ
-
-    @property
-    def creates_processes_externally(self) -> bool:
-        return True
 
     @property
     def main_address(self) -> str:
@@ -45,14 +34,8 @@ class TorchElasticEnvironment(ClusterEnvironment):
     def world_size(self) -> int:
         return v.integer(self.environ, "WORLD_SIZE", 1)
 
-    def set_world_size(self, size: int) -> None:
-        pass  # torchrun decided it
-
     def global_rank(self) -> int:
         return v.integer(self.environ, "RANK")
-
-    def set_global_rank(self, rank: int) -> None:
-        pass
 
     def local_rank(self) -> int:
         return v.integer(self.environ, "LOCAL_RANK")

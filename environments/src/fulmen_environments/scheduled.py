@@ -1,0 +1,31 @@
+"""``ScheduledEnvironment``: what every environment whose processes a scheduler started shares."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from fulmen import ClusterEnvironment
+
+
+class ScheduledEnvironment(ClusterEnvironment):
+    """The scheduler created the processes and decided world size and ranks: the strategy's
+    ``set_world_size``/``set_global_rank`` are ignored. ``environ`` defaults to ``os.environ``
+    (pass a dict to read another process's variables, as tests do)."""
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self._environ = environ
+
+    @property
+    def environ(self) -> Mapping[str, str]:
+        return os.environ if self._environ is None else self._environ
+
+    @property
+    def creates_processes_externally(self) -> bool:
+        return True
+
+    def set_world_size(self, size: int) -> None:
+        pass
+
+    def set_global_rank(self, rank: int) -> None:
+        pass
