@@ -4,18 +4,21 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check
 DISTS  := core accelerators strategies precision environments
+# Extra plugin packages under plugins/ (each its own distribution). Horovod is built from source
+# (about 15 minutes), so `make install` leaves it to `make install-horovod`.
+PLUGIN_DISTS := $(filter-out plugins/horovod,$(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml)))
 STAMP  := $(VENV)/.installed
-SRC    := $(foreach d,$(DISTS),$(d)/src)
+SRC    := $(foreach d,$(DISTS) $(PLUGIN_DISTS),$(d)/src)
 
 .PHONY: install demo test lint bench clean
 
 install: $(STAMP)
 
-$(STAMP): constraints.txt requirements-dev.txt $(foreach d,$(DISTS),$(d)/pyproject.toml)
+$(STAMP): constraints.txt requirements-dev.txt $(foreach d,$(DISTS) $(PLUGIN_DISTS),$(d)/pyproject.toml)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# The CPU build of torch first: with no torch present a looser requirement would pull CUDA wheels.
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q -c constraints.txt torch
-	$(PIP) install -q -c constraints.txt -r requirements-dev.txt $(foreach d,$(DISTS),-e ./$(d))
+	$(PIP) install -q -c constraints.txt -r requirements-dev.txt $(foreach d,$(DISTS) $(PLUGIN_DISTS),-e ./$(d))
 	touch $(STAMP)
 
 # Trains an MLP on scikit-learn's bundled digits (CPU, no download), then tests the best checkpoint.
