@@ -10,7 +10,7 @@ PLUGIN_DISTS := $(filter-out plugins/horovod,$(patsubst %/pyproject.toml,%,$(wil
 STAMP  := $(VENV)/.installed
 SRC    := $(foreach d,$(DISTS) $(PLUGIN_DISTS),$(d)/src)
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench docs clean
 
 install: $(STAMP)
 
@@ -36,6 +36,10 @@ lint: install
 
 bench: install
 	@for f in tests/benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+# The site from docs/ (mkdocs, material theme) into site/; --strict fails on a broken link or anchor.
+docs: install
+	$(PY) -m mkdocs build --strict
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -1,0 +1,235 @@
+"""Generated documentation: the hook reference, the support table, the registered names and the
+CLI reference, built from the installed code when the site is built, so they never go stale.
+
+As an mkdocs hook (``hooks: [tools/docs_gen.py]`` in mkdocs.yml), ``on_page_markdown`` replaces
+each marker line ``<!-- fulmen:generate NAME -->`` in a page with the output of ``NAME``.
+Run directly to print one: ``.venv/bin/python tools/docs_gen.py support-table``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import re
+import sys
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+MARKER = re.compile(r"^<!-- fulmen:generate ([a-z-]+) -->$", re.M)
+
+
+# --------------------------------------------------------------------------- hook reference
+
+
+def _inline(text: str) -> str:
+    """reST inline markup of the hook docstrings → Markdown."""
+    text = re.sub(r":(?:func|class|meth|mod|attr):`~?([^`]+)`", r"`\1`", text)
+    return text.replace("``", "`")
+
+
+def _hook_doc(name: str, func: Callable[..., Any], first_result: bool) -> str:
+    doc = inspect.getdoc(func) or ""
+    body, _, example = doc.partition("Example::")
+    params: list[str] = []
+    returns = ""
+    prose: list[str] = []
+    field = re.compile(r"^:(param (\w+)|return):\s*(.*)$")
+    current: list[str] | None = None
+    for line in body.splitlines():
+        match = field.match(line)
+        if match:
+            text = match.group(3)
+            if match.group(2):
+                params.append(f"`{match.group(2)}`: {text}")
+                current = params
+            else:
+                returns = text
+                current = None
+        elif current is not None and line.startswith(" ") and current:
+            current[-1] += " " + line.strip()
+        elif current is None and returns and line.startswith(" "):
+            returns += " " + line.strip()
+        else:
+            current = None
+            prose.append(line)
+    signature = str(inspect.signature(func)).split(" -> ")[0]
+    kind = "first result" if first_result else "collect"
+    out = [f"## `{name}`", "", f"`{name}{signature}` — **{kind}** hook", "",
+           _inline("\n".join(prose).strip()), ""]
+    if params:
+        out += ["**Parameters**", ""] + [f"- {_inline(p)}" for p in params] + [""]
+    if returns:
+        out += [f"**Returns** {_inline(returns)}", ""]
+    if example.strip():
+        out += ["**Example**", "", "```python", textwrap.dedent(example).strip("\n"), "```", ""]
+    return "\n".join(out)
+
+
+def hook_reference() -> str:
+    """Every hook of ``fulmen.hookspecs``, in source order, from its docstring."""
+    from fulmen import hookspecs
+
+    hooks = [(n, f) for n, f in vars(hookspecs).items()
+             if n.startswith("fulmen_") and callable(f)]
+    hooks.sort(key=lambda item: inspect.getsourcelines(item[1])[1])
+    rows = ["| hook | kind | summary |", "|---|---|---|"]
+    sections = []
+    for name, func in hooks:
+        opts = getattr(func, f"{hookspecs.PROJECT}_spec", {}) or {}
+        first = bool(opts.get("firstresult"))
+        summary = _inline((inspect.getdoc(func) or "").split("\n\n")[0].replace("\n", " "))
+        rows.append(f"| [`{name}`](#{name}) | {'first result' if first else 'collect'} | "
+                    f"{summary} |")
+        sections.append(_hook_doc(name, func, first))
+    return "\n".join(rows) + "\n\n" + "\n".join(sections)
+
+
+# --------------------------------------------------------------------------- support table
+
+
+def _fits(allowed: tuple[str, ...], names: tuple[str, ...]) -> bool:
+    return not allowed or bool(set(allowed) & set(names))
+
+
+def support_matrix() -> dict[str, dict[str, list[str]]]:
+    """strategy → accelerator → precisions, as the installed plugins' records declare them.
+
+    The same comparison composition makes (``fulmen.compose``): a strategy's ``accelerators`` and
+    ``precisions``, a precision's ``accelerators`` and ``strategies``; an empty list means any.
+    """
+    import fulmen
+
+    catalog = fulmen.get_plugin_manager().catalog()
+    accelerators = catalog.entries("accelerator")
+    precisions = catalog.entries("precision")
+    matrix: dict[str, dict[str, list[str]]] = {}
+    for strategy in catalog.entries("strategy"):
+        s = strategy.record
+        row: dict[str, list[str]] = {}
+        for accelerator in accelerators:
+            a = accelerator.record
+            if not _fits(s.accelerators, a.names):
+                row[a.name] = []
+                continue
+            row[a.name] = [p.name for p in precisions
+                           if _fits(s.precisions, p.record.names)
+                           and _fits(p.record.accelerators, a.names)
+                           and _fits(p.record.strategies, s.names)]
+        matrix[s.name] = row
+    return matrix
+
+
+def support_table() -> str:
+    """The support matrix as Markdown, plus the known strategies not installed here."""
+    import fulmen
+    from fulmen.known_plugins import KNOWN
+
+    catalog = fulmen.get_plugin_manager().catalog()
+    all_precisions = catalog.names("precision")
+    accelerators = catalog.names("accelerator")
+    matrix = support_matrix()
+    head = "| strategy | plugin | " + " | ".join(f"`{a}`" for a in accelerators) + " |"
+    out = [head, "|" + "---|" * (len(accelerators) + 2)]
+    for entry in catalog.entries("strategy"):
+        cells = []
+        for acc in accelerators:
+            precisions = matrix[entry.name][acc]
+            if not precisions:
+                cells.append("—")
+            elif precisions == all_precisions:
+                cells.append("all")
+            else:
+                missing = [p for p in all_precisions if p not in precisions]
+                cells.append("all but " + ", ".join(f"`{p}`" for p in missing)
+                             if len(missing) <= 2 else ", ".join(f"`{p}`" for p in precisions))
+        plugin = entry.plugin
+        origin = plugin.distribution or "runtime"
+        out.append(f"| `{entry.name}` | `{plugin.name}` ({origin}) | " + " | ".join(cells) + " |")
+    out += ["", "All precisions installed here: " + ", ".join(f"`{p}`" for p in all_precisions)
+            + "."]
+    missing: dict[str, list[str]] = {}
+    for name, provider in KNOWN["strategy"].items():
+        if catalog.find("strategy", name) is None:
+            missing.setdefault(f"{provider.distribution} (`{provider.install}`)", []).append(name)
+    if missing:
+        out += ["", "Known strategies whose plugin is not installed where this page was built:", ""]
+        out += [f"- {dist}: " + ", ".join(f"`{n}`" for n in names)
+                for dist, names in sorted(missing.items())]
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- names and CLI
+
+
+def names_table() -> str:
+    """Every registered name per kind with its aliases, plugin and description."""
+    import fulmen
+    from fulmen.catalog import KINDS, PLURAL
+
+    catalog = fulmen.get_plugin_manager().catalog()
+    out = []
+    for kind in KINDS:
+        out += [f"### {PLURAL[kind].capitalize()}", "", "| name | also accepted | plugin | "
+                "description |", "|---|---|---|---|"]
+        for entry in catalog.entries(kind):
+            r = entry.record
+            aka = [f"`{a}`" for a in r.aliases] + [f"`{a}` (deprecated)"
+                                                    for a in r.deprecated_aliases]
+            out.append(f"| `{r.name}` | {', '.join(aka)} | `{entry.plugin.name}` | "
+                       f"{r.description} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def _help(argv: list[str]) -> str:
+    from fulmen.cli import main
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer), contextlib.suppress(SystemExit):
+        main(argv)
+    return buffer.getvalue().rstrip()
+
+
+def cli_reference() -> str:
+    """``--help`` of ``fulmen`` and ``fulmen plugins`` as printed by the installed CLI."""
+    out = []
+    for argv in (["--help"], ["plugins", "--help"]):
+        out += [f"### `fulmen {' '.join(argv)}`", "", "```text", _help(argv), "```", ""]
+    return "\n".join(out)
+
+
+def fit_help() -> str:
+    """``fulmen fit --help``: every Trainer flag as the config parser knows it."""
+    return "```text\n" + _help(["fit", "--help"]) + "\n```"
+
+
+GENERATORS: dict[str, Callable[[], str]] = {
+    "hook-reference": hook_reference,
+    "support-table": support_table,
+    "names-table": names_table,
+    "cli-reference": cli_reference,
+    "fit-help": fit_help,
+}
+
+
+def expand(markdown: str) -> str:
+    """Replace every marker line with its generated Markdown (an unknown name is an error)."""
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in GENERATORS:
+            raise KeyError(f"unknown generator {name!r} in a docs marker; known: "
+                           f"{sorted(GENERATORS)}")
+        return GENERATORS[name]()
+
+    return MARKER.sub(replace, markdown)
+
+
+def on_page_markdown(markdown: str, **_: Any) -> str:
+    """mkdocs hook: expand the markers of each page."""
+    return expand(markdown)
+
+
+if __name__ == "__main__":
+    print(GENERATORS[sys.argv[1]]())
