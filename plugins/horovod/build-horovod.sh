@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Builds Horovod (PyTorch + Gloo; no MPI, TensorFlow or MXNet) from its PyPI sdist against the
+# venv's torch, caches the wheel outside the repository and installs it into the venv.
+#
+# Horovod 0.28.1 (its last release) pins C++14 in two CMakeLists files while torch >= 2.1 headers
+# need C++17; this script patches both. The build takes about 15 minutes on 2 cores, so the wheel
+# is kept in  ${XDG_CACHE_HOME:-$HOME/.cache}/fulmen/horovod-<version>-torch-<torch version>/  and
+# later runs only install it. torch is never replaced: every pip call passes -c constraints.txt.
+#
+# Environment: PYTHON (default <repo>/.venv/bin/python), FULMEN_CACHE_DIR (cache root),
+# HOROVOD_BUILD_JOBS (parallel compile jobs, default 2, capped at 2 on shared machines: set it
+# higher yourself on a machine of your own).
+set -euo pipefail
+
+HOROVOD_VERSION=0.28.1
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PYTHON=${PYTHON:-$ROOT/.venv/bin/python}
+CONSTRAINTS=$ROOT/constraints.txt
+pip() { "$PYTHON" -m pip --disable-pip-version-check "$@"; }
+
+if ! TORCH_VERSION=$("$PYTHON" -c "import torch; print(torch.__version__)" 2>/dev/null); then
+    echo "build-horovod.sh: torch is not importable with $PYTHON; run 'make install' first." >&2
+    exit 1
+fi
+CACHE_ROOT=${FULMEN_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/fulmen}
+CACHE=$CACHE_ROOT/horovod-$HOROVOD_VERSION-torch-$TORCH_VERSION
+JOBS=${HOROVOD_BUILD_JOBS:-2}
+
+installed_version() {
+    "$PYTHON" -c "import horovod.torch, horovod; print(horovod.__version__)" 2>/dev/null || true
+}
+
+if [ "$(installed_version)" = "$HOROVOD_VERSION" ]; then
+    echo "build-horovod.sh: horovod $HOROVOD_VERSION already importable (torch $TORCH_VERSION)."
+    exit 0
+fi
+
+mkdir -p "$CACHE"
+# One build at a time per cache directory (two `make install-horovod` at once wait for each other).
+exec 9>"$CACHE/.lock"
+flock 9
+
+wheel() { ls "$CACHE"/horovod-"$HOROVOD_VERSION"-*.whl 2>/dev/null | head -n 1; }
+
+if [ -z "$(wheel)" ]; then
+    echo "build-horovod.sh: building horovod $HOROVOD_VERSION against torch $TORCH_VERSION" \
+         "with $JOBS jobs (about 15 minutes on 2 cores); wheel goes to $CACHE"
+    # Build tools: cmake from the system when recent enough, else from PyPI into the venv.
+    if ! cmake --version 2>/dev/null | grep -qE 'version (3\.(1[3-9]|[2-9][0-9])|[4-9])'; then
+        pip install -q -c "$CONSTRAINTS" "cmake>=3.13"
+        export PATH="$(dirname "$PYTHON"):$PATH"
+    fi
+    pip install -q -c "$CONSTRAINTS" setuptools wheel packaging
+    WORK=$(mktemp -d "$CACHE/build.XXXXXX")
+    trap 'rm -rf "$WORK"' EXIT
+    pip download -q --no-deps --no-binary :all: -d "$WORK" "horovod==$HOROVOD_VERSION"
+    tar -xzf "$WORK/horovod-$HOROVOD_VERSION.tar.gz" -C "$WORK"
+    SRC=$WORK/horovod-$HOROVOD_VERSION
+    # C++17 for torch's headers (top level, and the torch extension which resets it to 14).
+    sed -i 's/set(CMAKE_CXX_STANDARD 14)/set(CMAKE_CXX_STANDARD 17)/' \
+        "$SRC/CMakeLists.txt" "$SRC/horovod/torch/CMakeLists.txt"
+    grep -q 'set(CMAKE_CXX_STANDARD 17)' "$SRC/horovod/torch/CMakeLists.txt"
+    ! grep -q 'set(CMAKE_CXX_STANDARD 14)' "$SRC/CMakeLists.txt" "$SRC/horovod/torch/CMakeLists.txt"
+    # MAKEFLAGS set: Horovod's setup.py then drops its own -j8.
+    env MAKEFLAGS="-j$JOBS" CMAKE_BUILD_PARALLEL_LEVEL="$JOBS" \
+        HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_MPI=1 \
+        HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT_MXNET=1 \
+        "$PYTHON" -m pip --disable-pip-version-check wheel --no-build-isolation --no-deps \
+        -w "$WORK/dist" "$SRC"
+    # Move into the cache only once complete: an interrupted build leaves no half wheel behind.
+    mv "$WORK"/dist/horovod-"$HOROVOD_VERSION"-*.whl "$CACHE/"
+else
+    echo "build-horovod.sh: reusing $(wheel)"
+fi
+
+pip install -q -c "$CONSTRAINTS" "$(wheel)"
+echo "build-horovod.sh: installed horovod $(installed_version) for torch $TORCH_VERSION"

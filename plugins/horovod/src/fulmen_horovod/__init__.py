@@ -1,0 +1,43 @@
+"""The ``horovod`` plugin: ``strategy="horovod"`` and the ``horovod`` cluster environment.
+
+Processes are always started by ``horovodrun`` (or ``mpirun``); the script is the same for one
+process or many. Horovod is imported only when the strategy is selected (listing plugins imports
+nothing from here but these records), and it is not a pip dependency of ``fulmen-horovod``:
+``make install-horovod`` builds it against the installed torch.
+"""
+
+from fulmen import EnvironmentSpec, StrategySpec, hookimpl
+
+#: Set by ``horovodrun --gloo`` in every worker (``horovodrun`` over MPI sets the MPI ones).
+MARKERS = ("HOROVOD_RANK", "HOROVOD_SIZE")
+
+
+@hookimpl
+def fulmen_strategies():
+    yield StrategySpec(
+        name="horovod",
+        target="fulmen_horovod.strategy:HorovodStrategy",
+        accelerators=["cpu", "cuda"],
+        description="Horovod ring-allreduce; processes started by horovodrun / mpirun",
+    )
+
+
+@hookimpl
+def fulmen_environments():
+    yield EnvironmentSpec(
+        name="horovod",
+        target="fulmen_horovod.environment:HorovodEnvironment",
+        description="horovodrun --gloo (ranks from HOROVOD_RANK, HOROVOD_SIZE, ...)",
+    )
+
+
+@hookimpl(tryfirst=True)
+def fulmen_detect_environment(environ):
+    return "horovod" if all(name in environ for name in MARKERS) else None
+
+
+@hookimpl
+def fulmen_check_selection(selection):
+    """Asked for several devices, but Horovod has fewer processes (no ``horovodrun``...)."""
+    check = getattr(selection.strategy, "check_process_layout", None)
+    return check(selection.num_devices, selection.num_nodes) if callable(check) else None
