@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
+import os
 import re
 import sys
 import textwrap
@@ -187,8 +188,16 @@ def _help(argv: list[str]) -> str:
     from fulmen.cli import main
 
     buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer), contextlib.suppress(SystemExit):
-        main(argv)
+    columns = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "100"  # argparse wraps to the terminal; keep the page stable
+    try:
+        with contextlib.redirect_stdout(buffer), contextlib.suppress(SystemExit):
+            main(argv)
+    finally:
+        if columns is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = columns
     return buffer.getvalue().rstrip()
 
 
