@@ -24,7 +24,7 @@ $(STAMP): constraints.txt requirements-dev.txt $(foreach d,$(DISTS) $(PLUGIN_DIS
 # Horovod (strategy="horovod"): built from its sdist against the installed torch (about 15 minutes
 # on 2 cores the first time; the wheel is cached outside the repository and reused).
 install-horovod: install
-	PYTHON=$(abspath $(PY)) plugins/horovod/build-horovod.sh
+	FULMEN_PYTHON=$(abspath $(PY)) plugins/horovod/build-horovod.sh
 	$(PIP) install -q -c constraints.txt -e ./plugins/horovod
 
 # Trains an MLP on scikit-learn's bundled digits (CPU, no download), then tests the best checkpoint.

@@ -7,14 +7,14 @@
 # is kept in  ${XDG_CACHE_HOME:-$HOME/.cache}/fulmen/horovod-<version>-torch-<torch version>/  and
 # later runs only install it. torch is never replaced: every pip call passes -c constraints.txt.
 #
-# Environment: PYTHON (default <repo>/.venv/bin/python), FULMEN_CACHE_DIR (cache root),
+# Environment: FULMEN_PYTHON (default <repo>/.venv/bin/python), FULMEN_CACHE_DIR (cache root),
 # HOROVOD_BUILD_JOBS (parallel compile jobs, default 2, capped at 2 on shared machines: set it
 # higher yourself on a machine of your own).
 set -euo pipefail
 
 HOROVOD_VERSION=0.28.1
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-PYTHON=${PYTHON:-$ROOT/.venv/bin/python}
+PYTHON=${FULMEN_PYTHON:-$ROOT/.venv/bin/python}
 CONSTRAINTS=$ROOT/constraints.txt
 pip() { "$PYTHON" -m pip --disable-pip-version-check "$@"; }
 
@@ -26,8 +26,11 @@ CACHE_ROOT=${FULMEN_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/fulmen}
 CACHE=$CACHE_ROOT/horovod-$HOROVOD_VERSION-torch-$TORCH_VERSION
 JOBS=${HOROVOD_BUILD_JOBS:-2}
 
+# The version of a Horovod whose torch extension loads (horovod.torch only warns when its
+# extension is missing, so the extension module is imported directly).
 installed_version() {
-    "$PYTHON" -c "import horovod.torch, horovod; print(horovod.__version__)" 2>/dev/null || true
+    "$PYTHON" -c "import horovod, horovod.torch.mpi_lib_v2; print('VERSION', horovod.__version__)" \
+        2>/dev/null | sed -n 's/^VERSION //p' || true
 }
 
 if [ "$(installed_version)" = "$HOROVOD_VERSION" ]; then
@@ -51,7 +54,13 @@ if [ -z "$(wheel)" ]; then
         export PATH="$(dirname "$PYTHON"):$PATH"
     fi
     pip install -q -c "$CONSTRAINTS" setuptools wheel packaging
-    WORK=$(mktemp -d "$CACHE/build.XXXXXX")
+    # Build outside the cache folder: Horovod's CMake uses the source path as a regular
+    # expression, and the '+' of a torch version like 2.13.0+cpu would misplace the extension.
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/fulmen-horovod-build.XXXXXX")
+    case "$WORK" in *[!A-Za-z0-9_./-]*)
+        echo "build-horovod.sh: build path $WORK has characters Horovod's CMake cannot take;" \
+             "set TMPDIR to a plain path" >&2; exit 1;;
+    esac
     trap 'rm -rf "$WORK"' EXIT
     pip download -q --no-deps --no-binary :all: -d "$WORK" "horovod==$HOROVOD_VERSION"
     tar -xzf "$WORK/horovod-$HOROVOD_VERSION.tar.gz" -C "$WORK"
@@ -67,11 +76,22 @@ if [ -z "$(wheel)" ]; then
         HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT_MXNET=1 \
         "$PYTHON" -m pip --disable-pip-version-check wheel --no-build-isolation --no-deps \
         -w "$WORK/dist" "$SRC"
+    BUILT=$(ls "$WORK"/dist/horovod-"$HOROVOD_VERSION"-*.whl)
+    if ! "$PYTHON" -m zipfile -l "$BUILT" | grep -qE '^horovod/torch/mpi_lib_v2[^/ ]*\.so '; then
+        echo "build-horovod.sh: $BUILT has no horovod/torch/mpi_lib_v2*.so; not caching it" >&2
+        exit 1
+    fi
     # Move into the cache only once complete: an interrupted build leaves no half wheel behind.
-    mv "$WORK"/dist/horovod-"$HOROVOD_VERSION"-*.whl "$CACHE/"
+    mv "$BUILT" "$CACHE/"
 else
     echo "build-horovod.sh: reusing $(wheel)"
 fi
 
-pip install -q -c "$CONSTRAINTS" "$(wheel)"
-echo "build-horovod.sh: installed horovod $(installed_version) for torch $TORCH_VERSION"
+pip install -q -c "$CONSTRAINTS" --force-reinstall --no-deps "$(wheel)"
+pip install -q -c "$CONSTRAINTS" "$(wheel)"  # its small pure-Python dependencies
+if [ "$(installed_version)" != "$HOROVOD_VERSION" ]; then
+    echo "build-horovod.sh: horovod.torch does not load after installing $(wheel):" >&2
+    "$PYTHON" -c "import horovod.torch.mpi_lib_v2" >&2 || true
+    exit 1
+fi
+echo "build-horovod.sh: installed horovod $HOROVOD_VERSION for torch $TORCH_VERSION"
