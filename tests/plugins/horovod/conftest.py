@@ -1,6 +1,6 @@
 """Fixtures for the Horovod tests: real ``horovodrun --gloo`` runs with timeouts.
 
-Tests marked ``needs_horovod`` are skipped, with the reason and the command that enables them,
+Tests that use ``run_horovod`` are skipped, with the reason and the command that enables them,
 where Horovod with PyTorch support cannot be imported (it is built by ``make install-horovod``).
 """
 
@@ -29,11 +29,8 @@ def horovod_problem() -> str | None:
 
 
 _PROBLEM = horovod_problem()
-
-needs_horovod = pytest.mark.skipif(
-    _PROBLEM is not None,
-    reason=f"Horovod is not importable ({_PROBLEM}); run `make install-horovod` to build it "
-           "(about 15 minutes once) and enable these tests")
+SKIP_REASON = (f"Horovod is not importable ({_PROBLEM}); run `make install-horovod` to build it "
+               "(about 15 minutes once) and enable these tests")
 
 
 class Run:
@@ -61,6 +58,8 @@ def _environment() -> dict[str, str]:
 def run_horovod(tmp_path: Path) -> Any:
     """``run_horovod(script, *args, np=2)``: the script under ``horovodrun --gloo``;
     ``np=None`` runs it as plain ``python`` (fulmen's own launchers for ddp)."""
+    if _PROBLEM is not None:
+        pytest.skip(SKIP_REASON)
 
     def run(script: str, *args: str, np: int | None = 2, timeout: float = 240) -> Run:
         out = tmp_path / f"out{len(list(tmp_path.glob('out*')))}"
