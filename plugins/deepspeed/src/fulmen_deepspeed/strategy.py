@@ -1,0 +1,369 @@
+"""``DeepSpeedStrategy``: ZeRO data parallelism through a DeepSpeed engine, one process per device.
+
+The engine owns the backward pass (loss scaling for ``16-mixed``), gradient reduction,
+clipping and the optimizer step; fulmen's loop still decides *when* to step (every
+``accumulate_grad_batches`` batches), so the engine runs with
+``managed_gradient_accumulation=false``. Checkpoints are directories written by every rank
+through the engine; :func:`fulmen_deepspeed.consolidate` turns one into a single fp32 state dict.
+
+On a CPU the strategy selects DeepSpeed's CPU accelerator (``DS_ACCELERATOR=cpu``) with gloo;
+the first run compiles a small communication op (a C++ compiler is needed once).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from fulmen import ConfigurationError, FulmenError
+from fulmen_deepspeed import config as ds_config
+from fulmen_strategies.ddp.strategy import StepDispatcher
+from fulmen_strategies.parallel import ParallelStrategy
+
+TAG = "checkpoint"
+META = "fulmen_meta.pt"
+PREFIX = "module."  # the engine wraps a StepDispatcher whose child is the user's module
+
+
+class EngineModuleState(dict):  # type: ignore[type-arg]
+    """A module's state whose master copy lives in the engine (saved as shards, not here)."""
+
+
+class EngineOptimizerState(dict):  # type: ignore[type-arg]
+    """Stands for an optimizer state held by the engine (saved as shards, not here)."""
+
+
+class _EngineForward(torch.nn.Module):
+    """What ``strategy.model`` is: calls go through the engine once it exists (so Lite's
+    wrapper, created before the optimizer, reaches it), else through the plain module."""
+
+    def __init__(self, strategy: DeepSpeedStrategy, dispatcher: StepDispatcher) -> None:
+        super().__init__()
+        self.__dict__["_strategy"] = strategy
+        self.__dict__["_dispatcher"] = dispatcher
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        engine = self.__dict__["_strategy"].engine
+        return (engine or self.__dict__["_dispatcher"])(*args, **kwargs)
+
+
+class DeepSpeedStrategy(ParallelStrategy):
+    """DeepSpeed ZeRO.
+
+    ``stage``: 0-3 (default: the config's, else 2). ``offload_optimizer``: optimizer state and
+    step on the CPU (stage 1-3); ``offload_parameters``: parameters on the CPU too (stage 3);
+    ``offload_device``: ``"cpu"`` or ``"nvme"`` (with ``nvme_path``). ``config``: a DeepSpeed
+    config dict or JSON file path; precision, ``accumulate_grad_batches``,
+    ``gradient_clip_val`` and the batch size come from the Trainer and may appear in it only
+    with the same value. ``logging_level``: DeepSpeed's logger level.
+    """
+
+    name = "deepspeed"
+
+    def __init__(self, stage: int | None = None, offload_optimizer: bool = False,
+                 offload_parameters: bool = False, config: dict[str, Any] | str | Path | None
+                 = None, offload_device: str = "cpu", nvme_path: str | None = None,
+                 logging_level: int = logging.WARNING,
+                 process_group_backend: str | None = None,
+                 timeout: float | timedelta | None = None) -> None:
+        super().__init__(process_group_backend, timeout)
+        options = ds_config.read_config(config)
+        zero = options.zero_optimization
+        given = "stage" in zero.model_fields_set
+        if stage is not None and given and zero.stage != stage:
+            raise ConfigurationError(
+                f"DeepSpeedStrategy(stage={stage}) but its config says zero_optimization.stage="
+                f"{zero.stage}. Keep one of them (strategy names fix the stage: use "
+                f"strategy='deepspeed' with the config, or drop 'stage' from the config)")
+        zero.stage = stage if stage is not None else zero.stage
+        if offload_optimizer and zero.offload_optimizer is None:
+            zero.offload_optimizer = ds_config.OffloadOptions(device=offload_device,  # type: ignore[arg-type]
+                                                              nvme_path=nvme_path)
+        if offload_parameters and zero.offload_param is None:
+            zero.offload_param = ds_config.OffloadOptions(device=offload_device,  # type: ignore[arg-type]
+                                                          nvme_path=nvme_path)
+        ds_config.check_zero(
+            zero.stage, _offloads(zero.offload_optimizer), _offloads(zero.offload_param))
+        self.options = options
+        self.logging_level = logging_level
+        self.engine: Any = None
+        self._dispatcher: StepDispatcher | None = None
+        self._owner = "Trainer"
+        self._batch_size_set = False
+
+    @property
+    def stage(self) -> int:
+        return self.options.zero_optimization.stage
+
+    # ------------------------------------------------------------------ composition
+
+    def selection_problems(self, precision: str, accelerator: str) -> list[str]:
+        """Problems composition can see: called by the plugin's ``fulmen_check_selection``."""
+        problems = []
+        try:
+            ds_config.fill(self.options, precision=precision, world_size=1,
+                           gradient_clip_val=None, owner="Trainer/Lite")
+        except ConfigurationError as exc:
+            if "enables" in str(exc):
+                problems.append(str(exc))
+        if precision == "16-mixed" and accelerator == "cpu" and not _cpu_has_fp16():
+            problems.append("DeepSpeed with precision='16-mixed' on the CPU needs float16 "
+                            "kernels this CPU lacks; use precision='bf16-mixed' or '32-true'")
+        return problems
+
+    # ------------------------------------------------------------------ processes
+
+    def setup_environment(self) -> None:
+        wanted = "cpu" if self.root_device.type == "cpu" else None
+        current = os.environ.get("DS_ACCELERATOR")
+        if wanted == "cpu" and current not in (None, "cpu"):
+            raise ConfigurationError(f"DS_ACCELERATOR={current!r} but the accelerator is the "
+                                     "CPU; unset DS_ACCELERATOR or choose accelerator='cuda'")
+        if wanted is None and current == "cpu":
+            raise ConfigurationError("DS_ACCELERATOR='cpu' but the accelerator is CUDA; unset "
+                                     "DS_ACCELERATOR or choose accelerator='cpu'")
+        if wanted:
+            os.environ["DS_ACCELERATOR"] = wanted
+        os.environ.setdefault("LOCAL_SIZE", str(self.processes_per_node))
+        super().setup_environment()
+
+    # ------------------------------------------------------------------ model and optimizer
+
+    def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
+        if self.engine is not None and self.module is module:  # fit, then test: keep the engine
+            return self.model  # type: ignore[return-value]
+        self.engine = None
+        return super().setup_module(module)
+
+    def module_to_device(self, module: torch.nn.Module) -> torch.nn.Module:
+        return module.to(self.root_device)
+
+    def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
+        self._dispatcher = StepDispatcher(module)
+        return _EngineForward(self, self._dispatcher)
+
+    def setup_optimizers(self, optimizers: list[Any]) -> list[Any]:
+        if self.engine is not None and self.engine.optimizer is not None and \
+                [self.engine.optimizer] == optimizers:
+            return optimizers
+        if len(optimizers) != 1:
+            raise ConfigurationError(f"DeepSpeed drives one optimizer per model; got "
+                                     f"{len(optimizers)}. Return a single optimizer from "
+                                     "configure_optimizers (or set up one in Lite)")
+        self._build_engine(optimizers[0])
+        return [self.engine.optimizer]
+
+    def _flags(self) -> dict[str, Any]:
+        """The Trainer's flags when a Trainer runs the module; Lite has none."""
+        trainer = getattr(self.module, "_trainer", None)
+        if trainer is None or not hasattr(trainer, "accumulate_grad_batches"):
+            self._owner = "Lite"
+            return {"owner": "Lite"}
+        self._owner = "Trainer"
+        return {"owner": "Trainer", "accumulate_grad_batches": trainer.accumulate_grad_batches,
+                "gradient_clip_val": trainer.gradient_clip_val,
+                "gradient_clip_algorithm": trainer.gradient_clip_algorithm}
+
+    def deepspeed_config(self, batch_size: int | None = None) -> dict[str, Any]:
+        """The config handed to the engine: the user's, filled from the Trainer's flags."""
+        return ds_config.fill(self.options, precision=self.precision.name,
+                              world_size=self.world_size, batch_size=batch_size, **self._flags())
+
+    def _build_engine(self, optimizer: Any) -> None:
+        import deepspeed
+
+        deepspeed.utils.logger.setLevel(self.logging_level)
+        assert self._dispatcher is not None, "setup_module() first"
+        config = self.deepspeed_config()
+        self.engine, _, _, _ = deepspeed.initialize(
+            model=self._dispatcher, optimizer=optimizer, config=config,
+            dist_init_required=False)
+        self._batch_size_set = False
+
+    # ------------------------------------------------------------------ the step
+
+    def step(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        if self.engine is None:
+            return super().step(method, *args, **kwargs)
+        with self.precision.forward_context():
+            return self.engine(*args, fulmen_step=method, **kwargs)
+
+    def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        if self.engine is None:
+            raise FulmenError("backward under DeepSpeed needs the engine: set the model up "
+                              "with its optimizer first (Lite: model, opt = setup(model, opt))")
+        self.engine.backward(loss, scale_wrt_gas=False, **kwargs)
+
+    def optimizer_step(self, optimizer: Any, closure: Callable[[], Any] | None = None,
+                       after_closure: Callable[[], None] | None = None) -> Any:
+        result = closure() if closure is not None else None
+        if after_closure is not None:
+            after_closure()
+        if closure is not None and result is None:  # the step skipped its batch
+            return None
+        self.engine.step()
+        return result
+
+    def clip_gradients(self, module: torch.nn.Module, optimizer: Any, clip_val: float,
+                       algorithm: str = "norm") -> Any:
+        configured = self.engine.gradient_clipping() if self.engine is not None else None
+        if algorithm == "norm" and configured is not None and float(configured) == clip_val:
+            return None  # the engine clips inside its step
+        raise ConfigurationError(
+            f"clip_gradients({'max_norm' if algorithm == 'norm' else 'clip_val'}={clip_val}): "
+            f"DeepSpeed clips inside its engine, by norm, with the config's gradient_clipping "
+            f"(now {configured}). Set DeepSpeedStrategy(config={{'gradient_clipping': "
+            f"{clip_val}}}) (Trainer: gradient_clip_val={clip_val}) instead")
+
+    @contextlib.contextmanager
+    def no_backward_sync(self) -> Iterator[None]:
+        yield  # with managed_gradient_accumulation=false the engine reduces in step()
+
+    # ------------------------------------------------------------------ data
+
+    def process_dataloader(self, dataloader: Any, stage: str, use_distributed_sampler: bool
+                           ) -> Any:
+        if stage == "train" and self.engine is not None and not self._batch_size_set:
+            size = getattr(dataloader, "batch_size", None)
+            if isinstance(size, int):
+                self.deepspeed_config(batch_size=size)  # raises on a contradiction
+                self.engine.set_train_micro_batch_size(size)
+                self._batch_size_set = True
+        return super().process_dataloader(dataloader, stage, use_distributed_sampler)
+
+    # ------------------------------------------------------------------ state
+
+    def _full_state(self) -> dict[str, Any]:
+        assert self.module is not None
+        if self.stage == 3 and self.engine is not None:
+            import deepspeed
+
+            with deepspeed.zero.GatheredParameters(list(self.module.parameters()),
+                                                   modifier_rank=None):
+                return {k: v.detach().clone().cpu() for k, v in self.module.state_dict().items()}
+        return {k: v.detach().cpu() for k, v in self.module.state_dict().items()}
+
+    def module_state_dict(self) -> dict[str, Any]:
+        if self.engine is None:
+            return super().module_state_dict()
+        return EngineModuleState(self._full_state())
+
+    def load_module_state_dict(self, state: dict[str, Any], strict: bool = True) -> Any:
+        if isinstance(state, EngineModuleState):
+            return None  # the engine restored it from the shards
+        if self.engine is None:
+            return super().load_module_state_dict(state, strict)
+        assert self.module is not None
+        import deepspeed
+
+        with deepspeed.zero.GatheredParameters(list(self.module.parameters()),
+                                               modifier_rank=0, enabled=self.stage == 3):
+            result = self.module.load_state_dict(state, strict=strict)
+        refresh = getattr(self.engine.optimizer, "refresh_fp32_params", None)
+        if callable(refresh):  # the optimizer's fp32 master weights follow the new ones
+            refresh()
+        return result
+
+    def optimizer_state(self, optimizer: Any) -> dict[str, Any]:
+        if self.engine is None:
+            return super().optimizer_state(optimizer)
+        return EngineOptimizerState()
+
+    def load_optimizer_state(self, optimizer: Any, state: dict[str, Any]) -> None:
+        if isinstance(state, EngineOptimizerState) or self.engine is None:
+            return
+        raise ConfigurationError("this optimizer state was not written by DeepSpeed; resume "
+                                 "DeepSpeed runs from the checkpoint directories it writes")
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: Any) -> None:
+        """A directory of shards through the engine when the checkpoint holds engine state
+        (model and optimizer); one file from rank zero otherwise (weights only)."""
+        optimizers = {k: len(v) if isinstance(v, list) else -1 for k, v in checkpoint.items()
+                      if _is_optimizer_marker(v)}
+        if self.engine is None or not optimizers:
+            plain = {k: dict(v) if isinstance(v, EngineModuleState) else v
+                     for k, v in checkpoint.items()}
+            return super().save_checkpoint(plain, path)
+        modules = [k for k, v in checkpoint.items() if isinstance(v, EngineModuleState)]
+        meta = {k: v for k, v in checkpoint.items() if k not in modules and k not in optimizers}
+        meta["fulmen_deepspeed"] = {"modules": modules, "optimizers": optimizers,
+                                    "prefix": PREFIX, "stage": self.stage}
+        target = Path(path)
+        staging = target.with_name(f".{target.name}.partial")
+        if self.is_global_zero and staging.exists():
+            shutil.rmtree(staging)
+        self.barrier("deepspeed-save-start")
+        self.engine.save_checkpoint(str(staging), tag=TAG)
+        if self.is_global_zero:
+            torch.save(meta, staging / META)
+        self.barrier("deepspeed-save-written")
+        if self.is_global_zero:
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.exists():
+                target.unlink()
+            os.replace(staging, target)
+        self.barrier("deepspeed-save-end")
+        return None
+
+    def load_checkpoint(self, path: Any, weights_only: bool = True) -> dict[str, Any]:
+        target = Path(path)
+        if not target.is_dir():
+            return super().load_checkpoint(path, weights_only)
+        if not (target / META).is_file() or not (target / TAG).is_dir():
+            raise ConfigurationError(f"checkpoint {str(target)!r} is a directory but not one "
+                                     f"DeepSpeedStrategy wrote (no {META} and {TAG}/ inside)")
+        meta = torch.load(target / META, map_location="cpu", weights_only=weights_only)
+        info = meta.pop("fulmen_deepspeed")
+        if self.engine is None:  # no optimizer here (test, predict): the fp32 weights will do
+            from fulmen_deepspeed.consolidate import fp32_state_dict
+
+            weights = fp32_state_dict(target)
+            meta.update({key: weights for key in info["modules"]})
+            meta.pop("optimizer_states", None)
+            return meta
+        loaded, _ = self.engine.load_checkpoint(str(target), tag=TAG, load_module_strict=True,
+                                                load_optimizer_states=True,
+                                                load_lr_scheduler_states=False)
+        if loaded is None:
+            raise ConfigurationError(f"DeepSpeed could not load {str(target)!r}")
+        state = self.module_state_dict()
+        meta.update({key: state for key in info["modules"]})
+        for key, count in info["optimizers"].items():
+            meta[key] = ([EngineOptimizerState() for _ in range(count)] if count >= 0
+                         else EngineOptimizerState())
+        return meta
+
+    def remove_checkpoint(self, path: Any) -> None:
+        if self.is_global_zero and Path(path).is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            super().remove_checkpoint(path)
+
+
+def _is_optimizer_marker(value: Any) -> bool:
+    if isinstance(value, EngineOptimizerState):
+        return True
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(v, EngineOptimizerState) for v in value)
+
+
+def _offloads(options: ds_config.OffloadOptions | None) -> bool:
+    return options is not None and options.device != "none"
+
+
+def _cpu_has_fp16() -> bool:
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_fp16_supported())
+    except Exception:
+        return False

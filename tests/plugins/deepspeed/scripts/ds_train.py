@@ -1,0 +1,98 @@
+"""Trainer under a DeepSpeed strategy on 2 CPU processes: fit (optionally resuming), save,
+test; rank 0 writes its results to <out>/rank0.json."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset
+
+import fulmen
+from fulmen.callbacks import ModelCheckpoint
+
+
+class Indexed(Dataset):
+    def __init__(self, n: int) -> None:
+        g = torch.Generator().manual_seed(0)
+        self.x = torch.randn(n, 8, generator=g)
+        self.y = (self.x[:, 0] > 0).long()
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def __getitem__(self, i: int) -> Any:
+        return self.x[i], self.y[i]
+
+
+class Model(fulmen.Module):
+    def __init__(self, lr: float = 0.05) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        torch.manual_seed(0)
+        self.net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(),
+                                       torch.nn.Linear(16, 2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        x, y = batch
+        loss = F.cross_entropy(self(x), y)
+        self.log("train_loss", loss)
+        return loss
+
+    def test_step(self, batch: Any, batch_idx: int) -> None:
+        x, y = batch
+        self.log("test_acc", (self(x).argmax(1) == y).float().mean(), sync_dist=True)
+
+    def configure_optimizers(self) -> Any:
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--strategy", default="deepspeed")
+    parser.add_argument("--stage", type=int, default=None)
+    parser.add_argument("--config", default=None, help="JSON text of a DeepSpeed config")
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--resume", default=None)
+    parser.add_argument("--precision", default="32-true")
+    parser.add_argument("--accumulate", type=int, default=1)
+    parser.add_argument("--clip", type=float, default=None)
+    parser.add_argument("--test", action="store_true")
+    args = parser.parse_args()
+    out = Path(args.out)
+    strategy: Any = args.strategy
+    if args.stage is not None or args.config:
+        from fulmen_deepspeed import DeepSpeedStrategy
+
+        strategy = DeepSpeedStrategy(stage=args.stage,
+                                     config=json.loads(args.config) if args.config else None)
+    trainer = fulmen.Trainer(
+        accelerator="cpu", devices=2, strategy=strategy, max_epochs=args.epochs,
+        precision=args.precision, accumulate_grad_batches=args.accumulate,
+        gradient_clip_val=args.clip, enable_progress_bar=False, enable_model_summary=False,
+        logger=False, num_sanity_val_steps=0, default_root_dir=str(out),
+        callbacks=[ModelCheckpoint(dirpath=out / "ckpt", save_top_k=-1)])
+    model = Model()
+    trainer.fit(model, DataLoader(Indexed(32), batch_size=4), ckpt_path=args.resume)
+    weights = {k: v.float().flatten().tolist()
+               for k, v in trainer.strategy.module_state_dict().items()}
+    result: dict[str, Any] = {"weights": weights, "global_step": trainer.global_step,
+                              "checkpoints": sorted(p.name for p in (out / "ckpt").iterdir())}
+    if args.test:
+        last = out / "ckpt" / sorted((out / "ckpt").iterdir())[-1].name
+        result["test"] = trainer.test(model, DataLoader(Indexed(16), batch_size=4),
+                                      ckpt_path=last, verbose=False)
+    if trainer.is_global_zero:
+        (out / "rank0.json").write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
