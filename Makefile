@@ -45,7 +45,7 @@ bench: install
 
 # The site from docs/ (mkdocs, material theme) into site/; --strict fails on a broken link or anchor.
 docs: install
-	$(PY) -m mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
