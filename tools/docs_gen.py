@@ -150,14 +150,14 @@ def support_table() -> str:
         out.append(f"| `{entry.name}` | `{plugin.name}` ({origin}) | " + " | ".join(cells) + " |")
     out += ["", "All precisions installed here: " + ", ".join(f"`{p}`" for p in all_precisions)
             + "."]
-    missing: dict[str, list[str]] = {}
+    absent: dict[str, list[str]] = {}
     for name, provider in KNOWN["strategy"].items():
         if catalog.find("strategy", name) is None:
-            missing.setdefault(f"{provider.distribution} (`{provider.install}`)", []).append(name)
-    if missing:
+            absent.setdefault(f"{provider.distribution} (`{provider.install}`)", []).append(name)
+    if absent:
         out += ["", "Known strategies whose plugin is not installed where this page was built:", ""]
         out += [f"- {dist}: " + ", ".join(f"`{n}`" for n in names)
-                for dist, names in sorted(missing.items())]
+                for dist, names in sorted(absent.items())]
     return "\n".join(out)
 
 
