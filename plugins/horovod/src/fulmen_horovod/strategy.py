@@ -31,6 +31,8 @@ class HorovodStrategy(Strategy):
     ``gradient_predivide_factor``: split the averaging before and after the sum.
     """
 
+    name = "horovod"
+
     def __init__(self, backward_passes_per_step: int = 1, compression: str = "none",
                  gradient_predivide_factor: float = 1.0, sparse_as_dense: bool = False) -> None:
         super().__init__()
@@ -112,10 +114,14 @@ class HorovodStrategy(Strategy):
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
         if self.sync_batchnorm and self.distributed:
             module = convert_sync_batchnorm(module, self.hvd.SyncBatchNorm)
-        model = super().setup_module(module)
-        if self.distributed:  # every rank starts from rank 0's weights and buffers
+        return super().setup_module(module)
+
+    def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
+        """No wrapper (the optimizer averages gradients); every rank starts from rank 0's
+        parameters and buffers."""
+        if self.distributed:
             self.hvd.broadcast_parameters(module.state_dict(), root_rank=0)
-        return model
+        return module
 
     def setup_optimizers(self, optimizers: list[Any]) -> list[Any]:
         """Each optimizer becomes a ``DistributedOptimizer`` holding rank 0's state."""
