@@ -209,5 +209,5 @@ def _agree(config: dict[str, Any], key: str, value: Any, flag: str, flag_name: s
                else "change the dataloader's batch_size, or")
         raise ConfigurationError(
             f"the DeepSpeed config says {key}={config[key]!r} but {flag} says otherwise. "
-            f"{fix.capitalize()} remove {key!r} from the config: fulmen fills it from the "
+            f"{fix[0].upper()}{fix[1:]} remove {key!r} from the config: fulmen fills it from the "
             f"{owner}")
