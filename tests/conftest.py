@@ -82,10 +82,13 @@ def fake_hardware(fake_dists: FakeDists, monkeypatch: pytest.MonkeyPatch) -> Any
                    {module: (FIXTURES / "fake_hardware.py").read_text()})
     for var in ("FAKE_GPU_COUNT", "FAKE_GPU_DETECT", "FAKE_CLUSTER_WORLD", "FAKE_CLUSTER_RANK"):
         monkeypatch.delenv(var, raising=False)
-    # The fake plugin brings its own multi-device strategies; the real ones would make the
-    # kernel's tests depend on which strategy plugins are installed.
+    # The fake plugin brings its own multi-device strategies; the real ones (fulmen-strategies
+    # and the extra packages under plugins/) would make the kernel's tests depend on which
+    # strategy plugins are installed.
+    keep = {"fulmen-accelerators", "fulmen-precision", "fulmen-environments",
+            "fulmen-fake-hardware"}
     real = sorted(ep.name for ep in importlib.metadata.entry_points(group="fulmen.plugins")
-                  if ep.dist is not None and ep.dist.metadata["Name"] == "fulmen-strategies"
+                  if ep.dist is not None and ep.dist.metadata["Name"] not in keep
                   and ep.name != "single_device")
     monkeypatch.setenv("FULMEN_DISABLE_PLUGINS", ",".join(real))
     fake_dists.reload()
@@ -98,3 +101,28 @@ def plugin_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
     yield monkeypatch
     monkeypatch.undo()
     fulmen.reload_plugins()
+
+
+@pytest.fixture
+def python_without(tmp_path: Path) -> Any:
+    """``python_without("fulmen-deepspeed")``: a Python command line (code on stdin) whose
+    environment lacks the distribution: a copy of this venv's site-packages (symlinks) without
+    the distribution's files — as if it was never installed."""
+    return lambda distribution: _python_without(distribution, tmp_path / "env")
+
+
+def _python_without(distribution: str, root: Path) -> list[str]:
+    import sysconfig
+
+    site = Path(sysconfig.get_paths()["purelib"])
+    stem = distribution.replace("-", "_").lower()
+    target = root / "site-packages"
+    target.mkdir(parents=True)
+    for entry in site.iterdir():
+        name = entry.name.lower()
+        if name.startswith(f"{stem}-") or name == f"_editable_impl_{stem}.pth":
+            continue
+        (target / entry.name).symlink_to(entry)
+    return [sys.executable, "-S", "-c",
+            f"import site, sys; site.addsitedir({str(target)!r}); sys.argv[1:] = []; "
+            "exec(sys.stdin.read())"]

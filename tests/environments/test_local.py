@@ -1,5 +1,6 @@
 import pytest
 
+import fulmen
 from fulmen import ConfigurationError
 from fulmen_environments import LocalEnvironment
 
@@ -39,3 +40,47 @@ def test_bad_launcher_variables_are_named(monkeypatch, var, value, message):
     env = LocalEnvironment()
     with pytest.raises(ConfigurationError, match=message):
         env.main_port if var == "MASTER_PORT" else env.local_rank()
+
+
+class ForgetsLocalRank(fulmen.ClusterEnvironment):
+    """A user environment that does not read LOCAL_RANK although fulmen launches processes."""
+
+    creates_processes_externally = False
+    main_address, main_port = "127.0.0.1", 29500
+
+    @staticmethod
+    def detect() -> bool:
+        return True
+
+    def world_size(self) -> int:
+        return 2
+
+    def set_world_size(self, size: int) -> None:
+        pass
+
+    def global_rank(self) -> int:
+        return 0
+
+    def set_global_rank(self, rank: int) -> None:
+        pass
+
+    def local_rank(self) -> int:
+        return 0
+
+    def node_rank(self) -> int:
+        return 0
+
+
+def test_a_launched_process_checks_the_custom_environment_reads_local_rank(monkeypatch):
+    """In a process fulmen's launcher started, a custom environment that ignores LOCAL_RANK
+    would make two processes claim the same rank: say so instead of hanging."""
+    from fulmen_strategies.launchers.script import LAUNCHED
+
+    monkeypatch.setenv(LAUNCHED, "1")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    trainer = fulmen.Trainer(accelerator="cpu", devices=2, strategy="ddp",
+                             plugins=[ForgetsLocalRank()], logger=False)
+    with pytest.raises(fulmen.ConfigurationError, match=r"launched by fulmen as local rank 1 .*"
+                                                        r"'forgets_local_rank' cluster environment"
+                                                        r"'s local_rank\(\) returns 0"):
+        trainer.strategy.launch(lambda: None)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+from pathlib import Path
+
 import pytest
 
 import fulmen
@@ -42,10 +46,10 @@ def test_torchelastic_reads_torchrun():
     assert env.creates_processes_externally
     assert (env.world_size(), env.global_rank(), env.local_rank(), env.node_rank()) == (4, 3, 1,
                                                                                          1)
-    assert (env.main_address, env.main_port, env.restart_count) == ("10.0.0.1", 29400, 0)
+    assert (env.main_address, env.main_port, env.restart_count()) == ("10.0.0.1", 29400, 0)
     env.validate_settings(num_devices=2, num_nodes=2)
     assert TorchElasticEnvironment({**TORCHRUN, "TORCHELASTIC_RESTART_COUNT": "2"}) \
-        .restart_count == 2
+        .restart_count() == 2
 
 
 @pytest.mark.parametrize(("environ", "devices", "nodes", "message"), [
@@ -124,3 +128,49 @@ def test_selecting_slurm_by_name_overrides_interactive_detection(fake_dists, mon
     assert fulmen.Trainer(accelerator="cpu").cluster_environment.name == "local"
     assert fulmen.Trainer(accelerator="cpu", plugins=["slurm"]).cluster_environment.name == \
         "slurm"
+
+
+def test_slurm_preemption_signals_and_restart_count():
+    env = SLURMEnvironment(SLURM)
+    assert env.preemption_signals() == {signal.SIGUSR1: "requeue", signal.SIGTERM: "stop"}
+    assert SLURMEnvironment(SLURM, requeue_signal=signal.SIGUSR2).preemption_signals()[
+        signal.SIGUSR2] == "requeue"
+    assert SLURMEnvironment(SLURM, auto_requeue=False).preemption_signals() == {}
+    assert env.restart_count() == 0
+    assert SLURMEnvironment({**SLURM, "SLURM_RESTART_COUNT": "2"}).restart_count() == 2
+    with pytest.raises(ConfigurationError, match="SLURM_RESTART_COUNT='x'"):
+        SLURMEnvironment({**SLURM, "SLURM_RESTART_COUNT": "x"}).restart_count()
+
+
+def fake_scontrol(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: int) -> Path:
+    log = tmp_path / "calls.log"
+    script = tmp_path / "scontrol"
+    script.write_text(f'#!/bin/sh\necho "$@" >> {log}\necho "job busy" >&2\nexit {status}\n')
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def test_slurm_requeue_names_array_tasks(tmp_path, monkeypatch):
+    log = fake_scontrol(tmp_path, monkeypatch, 0)
+    SLURMEnvironment(SLURM).requeue()
+    SLURMEnvironment({**SLURM, "SLURM_ARRAY_JOB_ID": "99", "SLURM_ARRAY_TASK_ID": "3"}).requeue()
+    assert log.read_text().splitlines() == ["requeue 123456", "requeue 99_3"]
+
+
+def test_slurm_requeue_failure_says_why(tmp_path, monkeypatch):
+    fake_scontrol(tmp_path, monkeypatch, 1)
+    with pytest.raises(fulmen.FulmenError, match=r"scontrol requeue 123456` failed with status 1"
+                                                 r": job busy"):
+        SLURMEnvironment(SLURM).requeue()
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(fulmen.FulmenError, match="`scontrol` is not on PATH"):
+        SLURMEnvironment(SLURM).requeue()
+
+
+def test_environments_without_preemption_keep_default_signals():
+    assert TorchElasticEnvironment(TORCHRUN).preemption_signals() == {}
+    assert TorchElasticEnvironment({**TORCHRUN, "TORCHELASTIC_RESTART_COUNT": "1"}
+                                   ).restart_count() == 1
+    with pytest.raises(NotImplementedError, match="'torchelastic' environment cannot requeue"):
+        TorchElasticEnvironment(TORCHRUN).requeue()

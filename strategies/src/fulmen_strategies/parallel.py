@@ -58,8 +58,13 @@ class ParallelStrategy(Strategy):
         if self.distributed and not dist.is_initialized():
             os.environ["MASTER_ADDR"] = env.main_address
             os.environ["MASTER_PORT"] = str(env.main_port)
+            store: dict[str, Any] = {}
+            if env.restart_count():  # a restarted job may meet its previous attempt's keys
+                base, _, _ = next(dist.rendezvous("env://", self.global_rank, self.world_size,
+                                                  timeout=self.timeout))
+                store["store"] = dist.PrefixStore(f"fulmen/restart{env.restart_count()}", base)
             dist.init_process_group(self.backend, rank=self.global_rank,
-                                    world_size=self.world_size, timeout=self.timeout)
+                                    world_size=self.world_size, timeout=self.timeout, **store)
             atexit.register(_destroy_group)
         super().setup_environment()
 

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Literal
 
 from fulmen.api.naming import Named
+
+PreemptionAction = Literal["requeue", "stop"]
 
 
 class ClusterEnvironment(Named, ABC):
     """Tells fulmen how processes are laid out on a cluster.
 
-    Implement the abstract members; ``validate_settings`` and ``teardown`` are optional. Pass an
+    Implement the abstract members; ``validate_settings``, ``teardown`` and the preemption members
+    (``preemption_signals``, ``requeue``, ``restart_count``) are optional. Pass an
     instance with ``Trainer(plugins=[MyCluster()])`` or ship it as a plugin (``EnvironmentSpec`` +
     the ``fulmen_detect_environment`` hook).
     """
@@ -65,3 +70,24 @@ class ClusterEnvironment(Named, ABC):
 
     def teardown(self) -> None:
         """Clean up what the environment set (environment variables...) after training."""
+
+    # ------------------------------------------------------------------ preemption (optional)
+
+    def preemption_signals(self) -> Mapping[int, PreemptionAction]:
+        """Signals the scheduler sends before it stops the job, and what the Trainer does on each.
+
+        ``"requeue"``: finish the current batch, save a checkpoint, call :meth:`requeue` on rank
+        zero, exit with status 0. ``"stop"``: the same without requeueing. All ranks act on the
+        same batch. The default is none: signals keep Python's default behaviour.
+        """
+        return {}
+
+    def requeue(self) -> None:
+        """Put this job back into the scheduler's queue (called on global rank zero only, after
+        the preemption checkpoint is written). Raise ``fulmen.FulmenError`` if it fails."""
+        raise NotImplementedError(f"the {self.name!r} environment cannot requeue a job")
+
+    def restart_count(self) -> int:
+        """How often the scheduler restarted this job (0 on the first start). On a restart,
+        ``trainer.fit(ckpt_path=None)`` resumes from the newest checkpoint it finds."""
+        return 0

@@ -219,6 +219,8 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
     loggers = bool(trainer.loggers)
     log_every = trainer.log_every_n_steps
     timed = trainer.max_time is not None
+    preemption = trainer._preemption if trainer._preemption and trainer._preemption.active \
+        else None
     output: Any = None
     batch_idx = start - 1
     for batch_idx in range(start, int(n_batches)) if n_batches != math.inf else _count(start):
@@ -275,6 +277,9 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             hooks("on_train_batch_end", output, batch, batch_idx)
         if loggers and stepped and trainer.global_step % log_every == 0:
             trainer._log_step_metrics(results)
+        if preemption is not None and (stepped or not automatic) and (
+                action := preemption.poll()):
+            raise preemption.act(action)  # between optimizer steps: nothing half-accumulated
         if val_every is not None and _should_validate(trainer, batch_idx, total, n_batches,
                                                       val_every):
             with preserved_rng():

@@ -22,6 +22,7 @@ from fulmen.trainer import checkpoint as ckpt
 from fulmen.trainer import data, loops
 from fulmen.trainer.hooks import HookTable
 from fulmen.trainer.optim import LRSchedulerConfig, OptimizerWrapper, parse_optimizers
+from fulmen.trainer.preemption import Preempted, Preemption, hpc_checkpoints
 from fulmen.trainer.results import Results
 
 
@@ -164,6 +165,7 @@ class Trainer(SelectionReport):
         self._hooks: HookTable | None = None
         self._loop_state: dict[str, Any] = {}
         self._restore: dict[str, Any] | None = None
+        self._preemption: Preemption | None = None
         self._start_time = 0.0
 
     # ------------------------------------------------------------------ reporting
@@ -369,8 +371,11 @@ class Trainer(SelectionReport):
             if stage == "fit":
                 self._configure_optimizers(model)
                 self._log_hyperparams()
+            if stage == "fit" and ckpt_path is None and self.cluster_environment.restart_count():
+                ckpt_path = self._newest_checkpoint()  # the scheduler restarted this job
             self._restore = self._load_for(stage, ckpt_path, weights_only)
-            with self._anomaly_context():
+            preemption = Preemption(self) if stage == "fit" else contextlib.nullcontext()
+            with self._anomaly_context(), preemption as self._preemption:
                 result: Any = None
                 if stage == "fit":
                     loops.fit(self, loaders)
@@ -378,6 +383,9 @@ class Trainer(SelectionReport):
                     result = loops.predict(self, loaders["predict"], *extra)
                 else:
                     result = loops.evaluate_stage(self, stage, loaders, *extra)
+        except Preempted as stop:  # the checkpoint is written: leave like a finished run
+            self._teardown(hook_stage, failed=False)
+            raise SystemExit(stop.exit_code) from None
         except BaseException as exc:
             self.strategy.on_exception(exc)
             self._hooks("on_exception", exc)
@@ -567,19 +575,37 @@ class Trainer(SelectionReport):
     def _resolve_ckpt_path(self, ckpt_path: Any) -> str | None:
         if ckpt_path is None:
             return None
-        if ckpt_path in ("last", "best"):
+        if ckpt_path in ("last", "best", "hpc"):
             cb = self.checkpoint_callback
-            path = None
-            if cb is not None:
-                path = cb.best_model_path if ckpt_path == "best" else cb.find_last()
+            path: str | None = None
+            if ckpt_path == "best" and cb is not None:
+                path = cb.best_model_path
+            elif ckpt_path == "last":
+                path = self._newest_checkpoint()
+            elif ckpt_path == "hpc":
+                found = hpc_checkpoints(self._default_root_dir)
+                path = str(found[-1][1]) if found else None
             if not path:
-                raise ConfigurationError(
-                    f"ckpt_path={ckpt_path!r}: no {ckpt_path} checkpoint is known "
-                    + ("(no ModelCheckpoint callback)" if cb is None else
-                       f"(ModelCheckpoint dirpath={cb.dirpath!r})")
-                    + "; pass a file path")
+                where = (f"no hpc_ckpt_<n>.ckpt in default_root_dir={self.default_root_dir!r}"
+                         if ckpt_path == "hpc" else "no ModelCheckpoint callback" if cb is None
+                         else f"ModelCheckpoint dirpath={str(cb.dirpath)!r}")
+                raise ConfigurationError(f"ckpt_path={ckpt_path!r}: no {ckpt_path} checkpoint "
+                                         f"is known ({where}); pass a file path")
             return str(path)
         return str(ckpt_path)
+
+    def _newest_checkpoint(self) -> str | None:
+        """The most recently written checkpoint: a preemption checkpoint in default_root_dir or
+        one of ModelCheckpoint's (``last.ckpt`` or any other in its dirpath)."""
+        candidates = [p for _, p in hpc_checkpoints(self._default_root_dir)]
+        cb = self.checkpoint_callback
+        if cb is not None:
+            last = cb.find_last()
+            candidates += [Path(last)] if last else []
+            if cb.dirpath is not None and cb.dirpath.is_dir():
+                candidates += list(cb.dirpath.glob(f"*{cb.CHECKPOINT_EXT}"))
+        existing = [p for p in candidates if p.exists()]
+        return str(max(existing, key=lambda p: p.stat().st_mtime_ns)) if existing else None
 
     def _load_for(self, stage: str, ckpt_path: Any, weights_only: bool) -> dict[str, Any] | None:
         path = self._resolve_ckpt_path(ckpt_path)

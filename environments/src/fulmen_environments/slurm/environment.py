@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Mapping
 
-from fulmen import ConfigurationError
+from fulmen import ConfigurationError, FulmenError
+from fulmen.api.environment import PreemptionAction
 from fulmen_environments import variables as v
 from fulmen_environments.scheduled import ScheduledEnvironment
 from fulmen_environments.slurm.nodelist import expand
@@ -16,9 +21,22 @@ REQUIRED = ("SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID",
 class SLURMEnvironment(ScheduledEnvironment):
     """Reads ``SLURM_NTASKS`` (world size), ``SLURM_PROCID``, ``SLURM_LOCALID``,
     ``SLURM_NODEID`` and ``SLURM_JOB_NODELIST`` (the first host is the rendezvous). The port is
-    ``MASTER_PORT`` if set, else derived from ``SLURM_JOB_ID`` so every task agrees on it."""
+    ``MASTER_PORT`` if set, else derived from ``SLURM_JOB_ID`` so every task agrees on it.
+
+    ``auto_requeue``: on ``requeue_signal`` (``sbatch --signal=USR1@90`` sends it 90 s before the
+    time limit) the Trainer saves ``hpc_ckpt_<n>.ckpt`` in ``default_root_dir``, runs
+    ``scontrol requeue`` and exits; the requeued job (``SLURM_RESTART_COUNT`` > 0) resumes from it.
+    On ``SIGTERM`` (``scancel``, the time limit) it saves the checkpoint and exits without
+    requeueing. ``auto_requeue=False`` leaves both signals alone.
+    """
 
     name = "slurm"
+
+    def __init__(self, environ: Mapping[str, str] | None = None, auto_requeue: bool = True,
+                 requeue_signal: signal.Signals = signal.SIGUSR1) -> None:
+        super().__init__(environ)
+        self.auto_requeue = auto_requeue
+        self.requeue_signal = requeue_signal
 
     @property
     def main_address(self) -> str:
@@ -68,3 +86,30 @@ class SLURMEnvironment(ScheduledEnvironment):
             raise ConfigurationError(
                 f"SLURM started {self.world_size()} tasks (SLURM_NTASKS), but devices="
                 f"{num_devices} x num_nodes={num_nodes} makes {num_devices * num_nodes}")
+
+    # ------------------------------------------------------------------ preemption
+
+    def preemption_signals(self) -> Mapping[int, PreemptionAction]:
+        if not self.auto_requeue:
+            return {}
+        return {self.requeue_signal: "requeue", signal.SIGTERM: "stop"}
+
+    def requeue(self) -> None:
+        """``scontrol requeue`` this job (an array task as ``<array job>_<task>``)."""
+        job = self.environ.get("SLURM_JOB_ID", "")
+        if "SLURM_ARRAY_JOB_ID" in self.environ and "SLURM_ARRAY_TASK_ID" in self.environ:
+            job = f"{self.environ['SLURM_ARRAY_JOB_ID']}_{self.environ['SLURM_ARRAY_TASK_ID']}"
+        scontrol = shutil.which("scontrol")
+        if scontrol is None:
+            raise FulmenError("cannot requeue: `scontrol` is not on PATH")
+        done = subprocess.run([scontrol, "requeue", job], capture_output=True, text=True,
+                              timeout=60)
+        if done.returncode != 0:
+            raise FulmenError(f"`scontrol requeue {job}` failed with status {done.returncode}: "
+                              f"{(done.stderr or done.stdout).strip()}")
+
+    def restart_count(self) -> int:
+        """``SLURM_RESTART_COUNT``: how often SLURM requeued this job."""
+        if "SLURM_RESTART_COUNT" not in self.environ:
+            return 0
+        return v.integer(self.environ, "SLURM_RESTART_COUNT")

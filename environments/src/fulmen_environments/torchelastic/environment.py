@@ -14,8 +14,9 @@ REQUIRED = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK", "LOCAL_WORLD_SIZE"
 
 class TorchElasticEnvironment(ScheduledEnvironment):
     """Reads ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``GROUP_RANK``, ``LOCAL_WORLD_SIZE``,
-    ``MASTER_ADDR`` and ``MASTER_PORT``. ``restart_count`` (``TORCHELASTIC_RESTART_COUNT``) tells
-    an elastic restart apart from a first start."""
+    ``MASTER_ADDR`` and ``MASTER_PORT``. ``restart_count()`` (``TORCHELASTIC_RESTART_COUNT``) tells
+    an elastic restart apart from a first start: the Trainer then resumes from the newest
+    checkpoint."""
 
     name = "torchelastic"
 
@@ -43,7 +44,6 @@ class TorchElasticEnvironment(ScheduledEnvironment):
     def node_rank(self) -> int:
         return v.integer(self.environ, "GROUP_RANK")
 
-    @property
     def restart_count(self) -> int:
         return v.integer(self.environ, "TORCHELASTIC_RESTART_COUNT") if \
             "TORCHELASTIC_RESTART_COUNT" in self.environ else 0

@@ -22,9 +22,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from fulmen import Launcher
+from fulmen import ConfigurationError, Launcher
 
 _GRACE_SECONDS = 5.0
+LAUNCHED = "FULMEN_LAUNCHED"  # set in the processes a ScriptLauncher started (and in its own)
 
 
 def command_line() -> list[str]:
@@ -59,10 +60,14 @@ class ScriptLauncher(Launcher):
     def launch(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         strategy = self.strategy
         env = strategy.cluster_environment
+        if os.environ.get(LAUNCHED) == "1":  # a launched child, or a second run in the parent
+            _check_launched_rank(env)
+            return function(*args, **kwargs)
         per_node = strategy.processes_per_node
         node_rank = env.node_rank()
         shared = {"MASTER_ADDR": env.main_address, "MASTER_PORT": str(env.main_port),
-                  "WORLD_SIZE": str(per_node * strategy.num_nodes), "NODE_RANK": str(node_rank)}
+                  "WORLD_SIZE": str(per_node * strategy.num_nodes), "NODE_RANK": str(node_rank),
+                  LAUNCHED: "1"}
         os.environ.update(shared)
         command = command_line()
         for local_rank in range(1, per_node):
@@ -130,3 +135,14 @@ class ScriptLauncher(Launcher):
             sys.stderr.write(f"fulmen: a child process exited with status {failed[0]}\n")
             sys.stderr.flush()
             os._exit(1)
+
+
+def _check_launched_rank(env: Any) -> None:
+    """A custom environment must report the local rank fulmen gave this process."""
+    given = os.environ.get("LOCAL_RANK")
+    if given is not None and given.isdigit() and env.local_rank() != int(given):
+        raise ConfigurationError(
+            f"this process was launched by fulmen as local rank {given} (LOCAL_RANK={given}), "
+            f"but the {env.name!r} cluster environment's local_rank() returns "
+            f"{env.local_rank()}; a ClusterEnvironment whose creates_processes_externally is "
+            "False must read LOCAL_RANK (e.g. int(os.environ.get('LOCAL_RANK', 0)))")

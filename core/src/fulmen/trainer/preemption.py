@@ -1,0 +1,116 @@
+"""Preemption: the cluster environment names the signals its scheduler sends before it stops a job
+(``ClusterEnvironment.preemption_signals``); the fit loop answers them between two batches."""
+
+from __future__ import annotations
+
+import re
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from fulmen.errors import FulmenError
+
+if TYPE_CHECKING:
+    from fulmen.trainer.trainer import Trainer
+
+_CODES = {None: 0, "stop": 1, "requeue": 2}  # the strongest request any rank received wins
+_ACTIONS = {code: action for action, code in _CODES.items()}
+HPC_CHECKPOINT = re.compile(r"^hpc_ckpt_(\d+)\.ckpt$")
+
+
+class Preempted(Exception):
+    """Raised by the fit loop once the preemption checkpoint is written; the Trainer exits."""
+
+    def __init__(self, action: str, signum: int, path: str) -> None:
+        super().__init__(action, signum, path)
+        self.action, self.signum, self.path = action, signum, path
+
+    @property
+    def exit_code(self) -> int:
+        """0 after a requeue (the job goes on later); 128 + the signal number after a stop."""
+        return 0 if self.action == "requeue" else 128 + self.signum
+
+
+class Preemption:
+    """Installs the environment's signal handlers for one ``fit`` (main thread only) and restores
+    the previous handlers afterwards. A handler only records the request; :meth:`poll` makes all
+    ranks agree on it, so every rank checkpoints after the same batch."""
+
+    def __init__(self, trainer: Trainer) -> None:
+        self.trainer = trainer
+        self.actions = dict(trainer.cluster_environment.preemption_signals())
+        self.received: str | None = None
+        self.signum = 0
+        self._previous: dict[int, Any] = {}
+
+    @property
+    def active(self) -> bool:
+        return bool(self._previous)
+
+    def __enter__(self) -> Preemption:
+        if self.actions and threading.current_thread() is threading.main_thread():
+            for signum in self.actions:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        self._previous.clear()
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        action = self.actions[signum]
+        if _CODES[action] > _CODES[self.received]:
+            self.received, self.signum = action, signum
+
+    def poll(self) -> str | None:
+        """The action every rank takes now (None: go on). A collective when distributed."""
+        strategy = self.trainer.strategy
+        code = _CODES[self.received]
+        if self.trainer.world_size > 1:
+            vote = torch.tensor([code, self.signum], device=strategy.root_device)
+            code, signum = (int(x) for x in strategy.reduce(vote, reduce_op="max").tolist())
+            self.signum = self.signum or signum
+        return _ACTIONS[code]
+
+    def act(self, action: str) -> Preempted:
+        """Write the preemption checkpoint, requeue on rank zero, return the exception that ends
+        the run."""
+        trainer = self.trainer
+        path = trainer.strategy.broadcast(
+            str(next_hpc_path(Path(trainer.default_root_dir))) if trainer.is_global_zero
+            else None)
+        trainer.save_checkpoint(path)
+        name = signal.Signals(self.signum).name if self.signum else "a signal"
+        if action == "requeue" and trainer.is_global_zero:
+            try:
+                trainer.cluster_environment.requeue()
+            except (FulmenError, OSError, NotImplementedError) as exc:
+                print(f"fulmen: {name} received; saved {path}, but requeueing failed: {exc}",
+                      file=sys.stderr, flush=True)
+            else:
+                print(f"fulmen: {name} received; saved {path} and requeued the job",
+                      file=sys.stderr, flush=True)
+        elif trainer.is_global_zero:
+            print(f"fulmen: {name} received; saved {path}; stopping (resume with "
+                  f"ckpt_path={path!r} or ckpt_path='last')", file=sys.stderr, flush=True)
+        return Preempted(action, self.signum, path)
+
+
+def hpc_checkpoints(root: Path) -> list[tuple[int, Path]]:
+    """Preemption checkpoints in ``root`` (``hpc_ckpt_<n>.ckpt``) with their numbers, oldest
+    first."""
+    if not root.is_dir():
+        return []
+    return sorted((int(m.group(1)), p) for p in root.iterdir()
+                  if (m := HPC_CHECKPOINT.match(p.name)))
+
+
+def next_hpc_path(root: Path) -> Path:
+    existing = hpc_checkpoints(root)
+    return root / f"hpc_ckpt_{existing[-1][0] + 1 if existing else 1}.ckpt"
