@@ -20,8 +20,8 @@ from fulmen import ConfigurationError
 
 pytest.importorskip("deepspeed")
 
-from fulmen_deepspeed import DeepSpeedStrategy  # noqa: E402
-from fulmen_deepspeed.config import fill, read_config  # noqa: E402
+from fulmen_deepspeed import DeepSpeedStrategy
+from fulmen_deepspeed.config import fill, read_config
 
 
 def trainer(**kwargs: Any) -> fulmen.Trainer:
@@ -100,7 +100,7 @@ def test_invalid_settings_name_the_key_and_value() -> None:
     with pytest.raises(ConfigurationError, match=r"zero_optimization.reduce_bucket_size: .*"
                        r"greater than 0 \(got -5\)"):
         DeepSpeedStrategy(config={"zero_optimization": {"reduce_bucket_size": -5}})
-    with pytest.raises(ConfigurationError, match="offload_optimizer.device"):
+    with pytest.raises(ConfigurationError, match=r"offload_optimizer\.device"):
         DeepSpeedStrategy(config={"zero_optimization": {"offload_optimizer": {"device": "gpu"}}})
 
 

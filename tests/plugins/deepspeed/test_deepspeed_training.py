@@ -70,7 +70,7 @@ def test_each_name_trains_checkpoints_resumes_and_tests_like_ddp(run_script: Any
 def test_zero3_checkpoint_consolidates_to_one_fp32_state_dict(run_script: Any) -> None:
     run = run_script("ds_train.py", "--strategy", "deepspeed_stage_3", "--epochs", "1")
     assert run.returncode == 0, run.stderr[-3000:]
-    checkpoint = run.out / "ckpt" / "epoch=0-step=8.ckpt"
+    checkpoint = run.out / "ckpt" / "epoch=0-step=4.ckpt"
     target = run.out / "consolidated.pt"
     done = subprocess.run([str(Path(sys.executable).parent / "fulmen-deepspeed"), "consolidate",
                            str(checkpoint), str(target)], capture_output=True, text=True,

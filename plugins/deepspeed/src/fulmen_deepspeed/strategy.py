@@ -33,11 +33,11 @@ META = "fulmen_meta.pt"
 PREFIX = "module."  # the engine wraps a StepDispatcher whose child is the user's module
 
 
-class EngineModuleState(dict):  # type: ignore[type-arg]
+class EngineModuleState(dict[str, Any]):
     """A module's state whose master copy lives in the engine (saved as shards, not here)."""
 
 
-class EngineOptimizerState(dict):  # type: ignore[type-arg]
+class EngineOptimizerState(dict[str, Any]):
     """Stands for an optimizer state held by the engine (saved as shards, not here)."""
 
 
