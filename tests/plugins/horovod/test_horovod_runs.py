@@ -76,7 +76,8 @@ def test_lite_under_horovodrun_matches_lite_under_ddp(run_horovod):
     assert hvd0["mean"] == 0.5 and hvd1["max"] == 1.0
     assert hvd1["shared"] == {"from": 0}
     assert hvd0["restored_equal"] and hvd1["restored_equal"]
-    assert hvd0["rest"] == {"step": 8}
+    assert hvd0["rest_keys"] == ["optimizer", "step"] and hvd0["step"] == 8
+    assert hvd0["momentum_saved"]
     assert "lite.ckpt" in hvd1["files"]
 
 
@@ -93,3 +94,17 @@ def test_one_process_without_horovodrun_trains(run_horovod):
     result = run.json("rank0")
     assert result["world_size"] == 1 and result["strategy"] == "horovod"
     assert sorted(result["seen"]) == list(range(40))
+
+
+def test_sync_batchnorm_on_cpu_is_refused_with_alternatives(run_horovod):
+    run = run_horovod("hvd_train.py", "--sync-batchnorm", np=None, timeout=120)
+    assert run.returncode != 0
+    assert "sync_batchnorm=True with strategy='horovod' on cpu" in run.output
+    assert "strategy='ddp'" in run.output
+
+
+def test_legacy_accelerator_horovod_selects_the_strategy(run_horovod):
+    run = run_horovod("hvd_train.py", "--strategy", "legacy-accelerator", "--epochs", "1")
+    rank0, rank1 = both_ranks(run)
+    assert rank0["strategy"] == "horovod" and rank0["world_size"] == 2
+    assert rank0["weights"] == rank1["weights"]

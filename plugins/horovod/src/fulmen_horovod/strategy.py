@@ -112,8 +112,15 @@ class HorovodStrategy(Strategy):
     # ------------------------------------------------------------------ model and optimizers
 
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
-        if self.sync_batchnorm and self.distributed:
-            module = convert_sync_batchnorm(module, self.hvd.SyncBatchNorm)
+        if self.sync_batchnorm:
+            if self.root_device.type != "cuda":
+                raise ConfigurationError(
+                    f"sync_batchnorm=True with strategy='horovod' on {self.root_device.type}: "
+                    "Horovod's SyncBatchNorm runs on CUDA devices only. Use accelerator='gpu', "
+                    "or strategy='ddp' (torch's SyncBatchNorm works on CPU), or "
+                    "sync_batchnorm=False")
+            if self.distributed:
+                module = convert_sync_batchnorm(module, self.hvd.SyncBatchNorm)
         return super().setup_module(module)
 
     def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:

@@ -50,7 +50,8 @@ class AccumulatingLite(fulmen.Lite):
         weights = [v.flatten().tolist() for v in model.state_dict().values()]
         again = [v.flatten().tolist() for v in restored.state_dict().values()]
         result = {"rank": self.global_rank, "world_size": self.world_size, "weights": weights,
-                  "restored_equal": weights == again, "rest": rest,
+                  "restored_equal": weights == again, "rest_keys": sorted(rest),
+                  "step": rest["step"], "momentum_saved": bool(rest["optimizer"]["state"]),
                   "gathered": gathered.flatten().tolist(), "mean": float(mean),
                   "max": float(biggest), "shared": shared,
                   "files": sorted(p.name for p in Path(out).iterdir())}

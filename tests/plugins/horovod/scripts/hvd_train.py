@@ -78,16 +78,21 @@ def main() -> None:
     parser.add_argument("--scheduler", action="store_true")
     parser.add_argument("--checkpoint", action="store_true")
     parser.add_argument("--resume", default=None)
+    parser.add_argument("--sync-batchnorm", action="store_true")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
 
     out = Path(args.out)
     callbacks = [ModelCheckpoint(dirpath=str(out / "ckpt"), save_top_k=-1)] \
         if args.checkpoint else []
+    # "legacy-accelerator": the seed's spelling, Trainer(accelerator="horovod").
+    legacy = args.strategy == "legacy-accelerator"
     trainer = fulmen.Trainer(
-        accelerator="cpu", devices=int(args.devices), strategy=args.strategy,
+        accelerator="horovod" if legacy else "cpu", devices=int(args.devices),
+        strategy="auto" if legacy else args.strategy,
         max_epochs=args.epochs, accumulate_grad_batches=args.accumulate,
-        gradient_clip_val=args.clip, callbacks=callbacks, enable_checkpointing=args.checkpoint,
+        gradient_clip_val=args.clip, callbacks=callbacks, sync_batchnorm=args.sync_batchnorm,
+        enable_checkpointing=args.checkpoint,
         enable_progress_bar=False, enable_model_summary=False, logger=False,
         default_root_dir=str(out), num_sanity_val_steps=0)
     model = Model(args.momentum, args.scheduler)
