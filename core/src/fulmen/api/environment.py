@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Literal
 
 from fulmen.api.naming import Named
-
-PreemptionAction = Literal["requeue", "stop"]
 
 
 class ClusterEnvironment(Named, ABC):
@@ -73,7 +70,7 @@ class ClusterEnvironment(Named, ABC):
 
     # ------------------------------------------------------------------ preemption (optional)
 
-    def preemption_signals(self) -> Mapping[int, PreemptionAction]:
+    def preemption_signals(self) -> Mapping[int, str]:
         """Signals the scheduler sends before it stops the job, and what the Trainer does on each.
 
         ``"requeue"``: finish the current batch, save a checkpoint, call :meth:`requeue` on rank

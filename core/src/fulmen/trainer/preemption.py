@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from fulmen.errors import FulmenError
+from fulmen.errors import ConfigurationError, FulmenError
 
 if TYPE_CHECKING:
     from fulmen.trainer.trainer import Trainer
@@ -43,7 +43,12 @@ class Preemption:
 
     def __init__(self, trainer: Trainer) -> None:
         self.trainer = trainer
-        self.actions = dict(trainer.cluster_environment.preemption_signals())
+        env = trainer.cluster_environment
+        self.actions = dict(env.preemption_signals())
+        wrong = {s: a for s, a in self.actions.items() if a not in ("requeue", "stop")}
+        if wrong:
+            raise ConfigurationError(f"the {env.name!r} environment's preemption_signals() maps "
+                                     f"signals to {wrong}; the actions are 'requeue' and 'stop'")
         self.received: str | None = None
         self.signum = 0
         self._previous: dict[int, Any] = {}

@@ -9,7 +9,6 @@ import subprocess
 from collections.abc import Mapping
 
 from fulmen import ConfigurationError, FulmenError
-from fulmen.api.environment import PreemptionAction
 from fulmen_environments import variables as v
 from fulmen_environments.scheduled import ScheduledEnvironment
 from fulmen_environments.slurm.nodelist import expand
@@ -89,7 +88,7 @@ class SLURMEnvironment(ScheduledEnvironment):
 
     # ------------------------------------------------------------------ preemption
 
-    def preemption_signals(self) -> Mapping[int, PreemptionAction]:
+    def preemption_signals(self) -> Mapping[int, str]:
         if not self.auto_requeue:
             return {}
         return {self.requeue_signal: "requeue", signal.SIGTERM: "stop"}
