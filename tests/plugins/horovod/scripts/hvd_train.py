@@ -79,6 +79,8 @@ def main() -> None:
     parser.add_argument("--checkpoint", action="store_true")
     parser.add_argument("--resume", default=None)
     parser.add_argument("--sync-batchnorm", action="store_true")
+    parser.add_argument("--passes", type=int, default=None,
+                        help="pass HorovodStrategy(backward_passes_per_step=N) as an instance")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
 
@@ -87,9 +89,14 @@ def main() -> None:
         if args.checkpoint else []
     # "legacy-accelerator": the seed's spelling, Trainer(accelerator="horovod").
     legacy = args.strategy == "legacy-accelerator"
+    strategy: Any = "auto" if legacy else args.strategy
+    if args.passes is not None:
+        from fulmen_horovod.strategy import HorovodStrategy
+
+        strategy = HorovodStrategy(backward_passes_per_step=args.passes)
     trainer = fulmen.Trainer(
         accelerator="horovod" if legacy else "cpu", devices=int(args.devices),
-        strategy="auto" if legacy else args.strategy,
+        strategy=strategy,
         max_epochs=args.epochs, accumulate_grad_batches=args.accumulate,
         gradient_clip_val=args.clip, callbacks=callbacks, sync_batchnorm=args.sync_batchnorm,
         enable_checkpointing=args.checkpoint,
