@@ -268,3 +268,25 @@ def test_lite_composes_the_same_way(fake_hardware):
     lite = fulmen.Lite(devices=2, strategy="fake_ddp")
     assert (lite.strategy.name, lite.world_size, lite.global_rank) == ("fake_ddp", 2, 0)
     assert str(lite.device) == "cpu"
+
+
+def test_an_instance_of_a_registered_class_gets_the_matching_record(fake_dists):
+    """Name and launcher come from the most specific record the instance's attributes match; a
+    user's subclass keeps its own name."""
+    from fulmen_strategies.ddp.strategy import DDPStrategy
+
+    cases = [(DDPStrategy(), "ddp", "ScriptLauncher"),
+             (DDPStrategy(start_method="spawn", find_unused_parameters=True), "ddp_spawn",
+              "MultiprocessingLauncher"),
+             (DDPStrategy(start_method="fork"), "ddp_fork", "MultiprocessingLauncher")]
+    for instance, name, launcher in cases:
+        selection = compose(accelerator="cpu", devices=2, strategy=instance)
+        assert selection.strategy is instance and instance.name == name
+        assert type(selection.launcher).__name__ == launcher
+
+    class TunedDDP(DDPStrategy):
+        pass
+
+    selection = compose(accelerator="cpu", devices=2, strategy=TunedDDP())
+    assert selection.strategy.name == "tuned_ddp"
+    assert type(selection.launcher).__name__ == "ScriptLauncher"

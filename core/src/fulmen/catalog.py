@@ -76,16 +76,20 @@ class Catalog:
         return str(given).strip().lower() in entry.record.deprecated_aliases
 
     def find_for_instance(self, kind: str, instance: object) -> Entry | None:
-        """The record behind an instance: by its ``name``, else by its class (or a base class)."""
+        """The record behind an instance: by its ``name``, else by its class (or a base class)
+        and the ``init_kwargs`` its attributes match — the most specific such record
+        (``DDPStrategy(start_method="spawn")`` → ``ddp_spawn``, with ddp_spawn's launcher)."""
         paths = {f"{c.__module__}:{c.__qualname__}" for c in type(instance).__mro__}
         entry = self.find(kind, getattr(instance, "name", None))
         if entry is not None and entry.record.target_path in paths:
             return entry
+        missing = object()
         for cls in type(instance).__mro__:
             path = f"{cls.__module__}:{cls.__qualname__}"
-            for candidate in self._entries[kind]:
-                if candidate.record.target_path == path and not candidate.record.init_kwargs:
-                    return candidate
+            matches = [c for c in self._entries[kind] if c.record.target_path == path and all(
+                getattr(instance, k, missing) == v for k, v in c.record.init_kwargs.items())]
+            if matches:  # most init_kwargs matched first; ties: the shorter (base) name
+                return min(matches, key=lambda c: (-len(c.record.init_kwargs), len(c.name)))
         return None
 
     def select(self, kind: str, given: object, argument: str | None = None) -> Entry:

@@ -46,6 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FulmenError as exc:
         print(f"fulmen: error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `fulmen plugins | head`: the reader left; that is fine
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _plugins(as_json: bool, detect: bool) -> int:

@@ -60,7 +60,10 @@ class _Composer:
     def pick(self, kind: str, value: Any, argument: str) -> tuple[Entry | None, Any]:
         """(record entry, instance or None); an error is noted and (None, None) returned."""
         if isinstance(value, BASES[kind]):
-            return self.catalog.find_for_instance(kind, value), value
+            entry = self.catalog.find_for_instance(kind, value)
+            if entry is not None and entry.record.target_path == _path(type(value)):
+                value.name = entry.name  # type: ignore[attr-defined]  # its registered name
+            return entry, value
         if isinstance(value, str | int) and not isinstance(value, bool):
             try:
                 entry = self.catalog.select(kind, value, argument)
@@ -251,6 +254,10 @@ def compose(accelerator: Any = "auto", strategy: Any = "auto", devices: Any = "a
         c.fail(str(message))
     c.raise_errors()
     return selection
+
+
+def _path(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
 
 
 def _available(entry: Entry) -> bool:
