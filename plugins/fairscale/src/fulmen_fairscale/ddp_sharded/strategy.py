@@ -11,7 +11,7 @@ to rank 0 on save), so the file is an ordinary one that any strategy can resume 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -44,10 +44,15 @@ class ShardedForward(torch.nn.Module):
 class ShardedDDPStrategy(DDPStrategy):
     """``start_method``: ``"popen"`` (``ddp_sharded``) or ``"spawn"`` (``ddp_sharded_spawn``).
     ``broadcast_buffers``, ``reduce_buffer_size``, ``auto_refresh_trainable`` and
-    ``reduce_fp16`` go to ``ShardedDataParallel``; ``broadcast_fp16`` to ``OSS``."""
+    ``reduce_fp16`` go to ``ShardedDataParallel``; ``broadcast_fp16`` to ``OSS``.
+
+    ``reduce_buffer_size`` defaults to 0 (one reduce per gradient): with torch 2.13, fairscale
+    0.4.13's gradient buckets (a size > 0) gave gradients different from DDP's on CPU/gloo, so
+    a bucket size is refused on the CPU.
+    """
 
     def __init__(self, start_method: str = "popen", broadcast_buffers: bool = True,
-                 reduce_buffer_size: int = 2 ** 23, auto_refresh_trainable: bool = True,
+                 reduce_buffer_size: int = 0, auto_refresh_trainable: bool = True,
                  reduce_fp16: bool = False, broadcast_fp16: bool = False,
                  process_group_backend: str | None = None,
                  timeout: float | timedelta | None = None) -> None:
@@ -63,6 +68,16 @@ class ShardedDDPStrategy(DDPStrategy):
                            "reduce_fp16": reduce_fp16}
         self.broadcast_fp16 = broadcast_fp16
         self._forward: ShardedForward | None = None
+        self._originals: dict[int, torch.optim.Optimizer] = {}  # id(OSS) -> user's optimizer
+
+    def selection_problems(self, selection: Any) -> list[str]:
+        """Messages for ``fulmen_check_selection``: what this strategy cannot run on."""
+        size = self.sdp_kwargs["reduce_buffer_size"]
+        if size and selection.accelerator.device_type == "cpu":
+            return [f"ShardedDDPStrategy(reduce_buffer_size={size}) on the CPU: fairscale's "
+                    "gradient buckets give wrong gradients there with this torch version; "
+                    "use reduce_buffer_size=0 (the default) on the CPU"]
+        return []
 
     # ------------------------------------------------------------------ precision
 
@@ -104,8 +119,18 @@ class ShardedDDPStrategy(DDPStrategy):
                 f"{type(optimizer).__name__}. Return a torch optimizer from "
                 "configure_optimizers, or use strategy='ddp'")
         # The same parameter-group dicts: a scheduler stepping `optimizer` changes OSS's lr.
-        return OSS(params=optimizer.param_groups, optim=type(optimizer),
-                   broadcast_fp16=self.broadcast_fp16, **optimizer.defaults)
+        sharded = OSS(params=optimizer.param_groups, optim=type(optimizer),
+                      broadcast_fp16=self.broadcast_fp16, **optimizer.defaults)
+        self._originals[id(sharded)] = optimizer
+        return sharded
+
+    def optimizer_step(self, optimizer: Any, closure: Callable[[], Any] | None = None,
+                       after_closure: Callable[[], None] | None = None) -> Any:
+        result = super().optimizer_step(optimizer, closure, after_closure)
+        original = self._originals.get(id(optimizer))
+        if original is not None:  # its scheduler would warn that it steps before the optimizer
+            original._opt_called = True  # type: ignore[attr-defined]
+        return result
 
     def step(self, method: str, *args: Any, **kwargs: Any) -> Any:
         forward = self._forward
@@ -149,6 +174,11 @@ class ShardedDDPStrategy(DDPStrategy):
         if not isinstance(optimizer, OSS):
             return super().load_optimizer_state(optimizer, state)
         optimizer.load_state_dict({**state, "state": dict(state.get("state", {}))})
+        original = self._originals.get(id(optimizer))
+        if original is not None:  # loading made new group dicts: share them with the scheduler
+            for mine, loaded in zip(original.param_groups, optimizer.param_groups):
+                mine.update(loaded)
+            optimizer.param_groups = original.param_groups
         return None
 
     def teardown(self) -> None:

@@ -1,0 +1,100 @@
+"""Trains a tiny model with the strategy given (ddp_sharded, ddp_sharded_spawn or ddp for
+comparison), checkpoints every epoch, optionally resumes and tests; writes rank<R>.json."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset
+
+import fulmen
+from fulmen.callbacks import ModelCheckpoint
+
+
+class Indexed(Dataset):
+    def __init__(self, n: int) -> None:
+        g = torch.Generator().manual_seed(0)
+        self.x = torch.randn(n, 8, generator=g)
+        self.y = (self.x[:, 0] > 0).long()
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def __getitem__(self, i: int) -> Any:
+        return self.x[i], self.y[i]
+
+
+class Model(fulmen.Module):
+    def __init__(self, clip: bool = False) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(),
+                                       torch.nn.Linear(16, 2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        x, y = batch
+        loss = F.cross_entropy(self(x), y)
+        self.log("train_loss", loss)
+        return loss
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        x, y = batch
+        self.log("val_loss", F.cross_entropy(self(x), y), sync_dist=True)
+
+    def test_step(self, batch: Any, batch_idx: int) -> None:
+        x, y = batch
+        self.log("test_acc", (self(x).argmax(1) == y).float().mean(), sync_dist=True)
+
+    def configure_optimizers(self) -> Any:
+        optimizer = torch.optim.Adam(self.parameters(), lr=0.05)
+        # The scheduler holds the user's optimizer; the sharded one must follow its lr.
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=3, gamma=0.5)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler,
+                                                         "interval": "step"}}
+
+
+def local_state_bytes(optimizer: Any) -> int:
+    inner = getattr(optimizer, "optim", optimizer)  # OSS keeps this rank's shard in .optim
+    return sum(v.numel() * v.element_size() for s in inner.state.values()
+               for v in s.values() if torch.is_tensor(v) and v.dim() > 0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--strategy", default="ddp_sharded")
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--resume", default=None)
+    parser.add_argument("--clip", type=float, default=None)
+    parser.add_argument("--test", action="store_true")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    out = Path(args.out)
+    trainer = fulmen.Trainer(
+        accelerator="cpu", devices=2, strategy=args.strategy, max_epochs=args.epochs,
+        gradient_clip_val=args.clip, enable_progress_bar=False, enable_model_summary=False,
+        logger=False, num_sanity_val_steps=0, default_root_dir=str(out),
+        callbacks=[ModelCheckpoint(dirpath=out / "ckpt", save_top_k=-1)])
+    model = Model()
+    val = DataLoader(Indexed(16), batch_size=4)
+    trainer.fit(model, DataLoader(Indexed(32), batch_size=4), val, ckpt_path=args.resume)
+    state_bytes = local_state_bytes(trainer.optimizers[0]) if trainer.optimizers else None
+    optimizer_type = type(trainer.optimizers[0]).__name__ if trainer.optimizers else None
+    results = trainer.test(model, val, verbose=False) if args.test else None
+    (out / f"rank{trainer.global_rank}.json").write_text(json.dumps({
+        "strategy": trainer.strategy.name, "world_size": trainer.world_size,
+        "weights": {k: v.flatten().tolist() for k, v in model.state_dict().items()},
+        "global_step": trainer.global_step, "optimizer_state_bytes": state_bytes,
+        "optimizer_type": optimizer_type, "results": results,
+        "checkpoints": sorted(p.name for p in (out / "ckpt").iterdir())}))
+
+
+if __name__ == "__main__":
+    main()
