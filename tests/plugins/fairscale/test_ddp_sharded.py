@@ -57,3 +57,13 @@ def test_ddp_sharded_matches_ddp_checkpoints_consolidated_state_and_resumes(run_
     assert main["checkpoints"] == ["epoch=1-step=8.ckpt"]
     assert 0 < main["results"][0]["test_acc"] <= 1
     assert close(main["weights"], rank0["weights"])
+
+
+def test_ddp_sharded_16_mixed_scales_the_loss_and_matches_ddp(run_script):
+    sharded = run_script("sharded_train.py", "--precision", "16-mixed", "--epochs", "1")
+    ddp = run_script("sharded_train.py", "--precision", "16-mixed", "--epochs", "1",
+                     "--strategy", "ddp")
+    assert sharded.returncode == 0 and ddp.returncode == 0, sharded.stderr + ddp.stderr
+    assert close(sharded.json("rank0")["weights"], ddp.json("rank0")["weights"])
+    saved = torch.load(sharded.out / "ckpt" / "epoch=0-step=4.ckpt", weights_only=True)
+    assert saved["precision"]["scaler"]["_growth_tracker"] == 4  # scaled, no step skipped

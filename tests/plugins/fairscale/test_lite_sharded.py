@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).parent / "scripts"))
-from sharded_lite import data, make_net  # noqa: E402
+from sharded_lite import data, make_net
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 

@@ -73,14 +73,15 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--resume", default=None)
     parser.add_argument("--clip", type=float, default=None)
+    parser.add_argument("--precision", default="32-true")
     parser.add_argument("--test", action="store_true")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     out = Path(args.out)
     trainer = fulmen.Trainer(
         accelerator="cpu", devices=2, strategy=args.strategy, max_epochs=args.epochs,
-        gradient_clip_val=args.clip, enable_progress_bar=False, enable_model_summary=False,
-        logger=False, num_sanity_val_steps=0, default_root_dir=str(out),
+        gradient_clip_val=args.clip, precision=args.precision, enable_progress_bar=False,
+        enable_model_summary=False, logger=False, num_sanity_val_steps=0, default_root_dir=str(out),
         callbacks=[ModelCheckpoint(dirpath=out / "ckpt", save_top_k=-1)])
     model = Model()
     val = DataLoader(Indexed(16), batch_size=4)

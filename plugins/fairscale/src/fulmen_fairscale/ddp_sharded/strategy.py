@@ -18,9 +18,10 @@ from typing import Any
 import torch
 from fairscale.nn.data_parallel import ShardedDataParallel
 from fairscale.optim import OSS
-from fulmen_strategies.ddp.strategy import DDPStrategy, StepDispatcher
 
 from fulmen import ConfigurationError
+from fulmen_fairscale.ddp_sharded.scaler import ShardedGradScaler, sharded_copy
+from fulmen_strategies.ddp.strategy import DDPStrategy, StepDispatcher
 
 
 class ShardedForward(torch.nn.Module):
@@ -84,13 +85,10 @@ class ShardedDDPStrategy(DDPStrategy):
     def setup_environment(self) -> None:
         super().setup_environment()
         scaler = getattr(self.precision, "scaler", None)
-        if scaler is not None and self.distributed and type(scaler).__name__ != \
-                "ShardedGradScaler":
+        if scaler is not None and self.distributed and not isinstance(scaler, ShardedGradScaler):
             # Each rank holds only its gradient shard: the inf/nan check must be agreed on.
-            from fairscale.optim.grad_scaler import ShardedGradScaler
-
-            self.precision.scaler = ShardedGradScaler(  # type: ignore[attr-defined]
-                init_scale=scaler.get_scale(), growth_interval=scaler.get_growth_interval())
+            self.precision.scaler = sharded_copy(  # type: ignore[attr-defined]
+                scaler, self.root_device.type)
 
     # ------------------------------------------------------------------ wrapping
 

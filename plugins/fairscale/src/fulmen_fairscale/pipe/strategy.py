@@ -10,6 +10,7 @@ output comes back on ``root_device`` (the first device), so the rest of the step
 from __future__ import annotations
 
 import atexit
+import warnings
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -17,10 +18,10 @@ from typing import Any
 import torch
 from fairscale.nn import Pipe
 from fairscale.nn.pipe.worker import join_workers
-from fulmen_strategies.single_device.strategy import SingleDeviceStrategy
 
 from fulmen import ConfigurationError
 from fulmen_fairscale.pipe.locate import find_sequential, resolve_balance
+from fulmen_strategies.single_device.strategy import SingleDeviceStrategy
 
 CHECKPOINT_MODES = ("never", "except_last", "always")
 _OPEN_PIPES: weakref.WeakSet[Pipe] = weakref.WeakSet()
@@ -103,9 +104,13 @@ class PipeStrategy(SingleDeviceStrategy):
         balance = resolve_balance(self.balance, len(sequential), len(devices), where)
         self._close()
         try:
-            pipe = Pipe(sequential, balance, devices=devices[:len(balance)], chunks=self.chunks,
-                        checkpoint=self.checkpoint,
-                        deferred_batch_norm=self.deferred_batch_norm)
+            with warnings.catch_warnings():
+                # It points to torch.distributed.pipeline.sync.Pipe, which torch no longer has.
+                warnings.filterwarnings("ignore", "fairscale.nn.Pipe has been upstreamed",
+                                        DeprecationWarning)
+                pipe = Pipe(sequential, balance, devices=devices[:len(balance)],
+                            chunks=self.chunks, checkpoint=self.checkpoint,
+                            deferred_batch_norm=self.deferred_batch_norm)
         except (TypeError, ValueError) as exc:
             raise ConfigurationError(f"strategy 'pipe' cannot split {where}: {exc}") from exc
         _OPEN_PIPES.add(pipe)
