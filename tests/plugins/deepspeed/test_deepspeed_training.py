@@ -105,3 +105,15 @@ def test_lite_steps_through_the_engine_and_resumes_exactly(run_script: Any) -> N
     assert result["rest"] == {"step": 8}
     assert result["restored"] != result["after_two"]  # the load rolled the weights back...
     assert result["again"] == pytest.approx(result["after_two"], abs=1e-6)  # ...and the state
+
+
+def test_one_process_with_float16_runs_the_engine(run_script: Any) -> None:
+    import torch
+
+    if not torch.ops.mkldnn._is_mkldnn_fp16_supported():
+        pytest.skip("this CPU has no float16 kernels (16-mixed is refused here)")
+    run = run_script("ds_single.py", "--strategy", "deepspeed_stage_3", "--precision",
+                     "16-mixed")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.json("rank0") == {"global_step": 4, "fp16": True, "micro_batch": 8,
+                                 "world_size": 1}

@@ -12,6 +12,7 @@ the first run compiles a small communication op (a C++ compiler is needed once).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -134,6 +135,12 @@ class DeepSpeedStrategy(ParallelStrategy):
             os.environ["DS_ACCELERATOR"] = wanted
         os.environ.setdefault("LOCAL_SIZE", str(self.processes_per_node))
         super().setup_environment()
+        import torch.distributed as dist
+
+        if not dist.is_initialized():  # one process: DeepSpeed still talks through a group
+            dist.init_process_group(self.backend, store=dist.HashStore(), rank=0, world_size=1,
+                                    timeout=self.timeout)
+            atexit.register(_destroy_single_group)
 
     # ------------------------------------------------------------------ model and optimizer
 
@@ -356,6 +363,13 @@ def _is_optimizer_marker(value: Any) -> bool:
         return True
     return isinstance(value, list) and bool(value) and all(
         isinstance(v, EngineOptimizerState) for v in value)
+
+
+def _destroy_single_group() -> None:
+    import torch.distributed as dist
+
+    if dist.is_initialized() and dist.get_world_size() == 1:
+        dist.destroy_process_group()
 
 
 def _offloads(options: ds_config.OffloadOptions | None) -> bool:
