@@ -58,6 +58,7 @@ def test_checkpoint_written_on_rank_zero_and_resumed(run_horovod):
     both_ranks(first)
     files = sorted(p.name for p in (first.out / "ckpt").iterdir())
     assert files == ["epoch=0-step=5.ckpt"], files
+    assert (first.out / "writes.txt").read_text() == "rank 0 wrote epoch=0-step=5.ckpt\n"
     state = torch.load(first.out / "ckpt" / files[0], weights_only=True)
     assert state["optimizer_states"][0]["state"]  # momentum buffers, loadable without Horovod
     resumed0, resumed1 = both_ranks(run_horovod(

@@ -14,7 +14,21 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
 import fulmen
+from fulmen.api.checkpoint_io import TorchCheckpointIO
 from fulmen.callbacks import ModelCheckpoint
+
+
+class RecordingIO(TorchCheckpointIO):
+    """Writes as usual and notes which process wrote (the strategy decides who writes)."""
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
+
+    def save_checkpoint(self, checkpoint: Any, path: Any, storage_options: Any = None) -> None:
+        rank = os.environ.get("HOROVOD_RANK", os.environ.get("RANK", "0"))
+        with open(self.log, "a") as f:
+            f.write(f"rank {rank} wrote {Path(path).name}\n")
+        super().save_checkpoint(checkpoint, path, storage_options)
 
 
 class Indexed(Dataset):
@@ -99,7 +113,7 @@ def main() -> None:
         strategy=strategy,
         max_epochs=args.epochs, accumulate_grad_batches=args.accumulate,
         gradient_clip_val=args.clip, callbacks=callbacks, sync_batchnorm=args.sync_batchnorm,
-        enable_checkpointing=args.checkpoint,
+        enable_checkpointing=args.checkpoint, plugins=[RecordingIO(out / "writes.txt")],
         enable_progress_bar=False, enable_model_summary=False, logger=False,
         default_root_dir=str(out), num_sanity_val_steps=0)
     model = Model(args.momentum, args.scheduler)
