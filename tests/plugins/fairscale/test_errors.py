@@ -20,7 +20,8 @@ pytestmark = pytest.mark.timeout(120)
 def trainer(strategy: Any, **kwargs: Any) -> fulmen.Trainer:
     return fulmen.Trainer(**{"accelerator": "cpu", "devices": 2, "strategy": strategy,
                              "logger": False, "enable_progress_bar": False,
-                             "enable_model_summary": False, "max_steps": 1, **kwargs})
+                             "enable_model_summary": False, "enable_checkpointing": False,
+                             "max_steps": 1, **kwargs})
 
 
 @pytest.mark.parametrize(("kwargs", "words"), [
