@@ -229,3 +229,12 @@ def test_without_the_distribution_the_error_says_what_to_install(tmp_path: Path)
     assert ("strategy='deepspeed': no installed plugin registers this strategy; it comes with "
             "the 'fulmen-deepspeed' distribution (pip install fulmen-deepspeed)") in done.stdout
     assert "importable: False" in done.stdout
+
+
+def test_a_misspelt_zero_setting_is_refused_with_a_suggestion() -> None:
+    with pytest.raises(ConfigurationError, match=r"zero_optimization has no setting "
+                       r"'overlap_com'\. Did you mean 'overlap_comm'\?"):
+        DeepSpeedStrategy(config={"zero_optimization": {"overlap_com": True}})
+    advanced = DeepSpeedStrategy(config={"zero_optimization": {"stage": 3,
+                                                               "zero_quantized_weights": False}})
+    assert advanced.options.model_dump()["zero_optimization"]["zero_quantized_weights"] is False

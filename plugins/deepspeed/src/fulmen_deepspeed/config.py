@@ -7,6 +7,7 @@ Imports pydantic, not torch or deepspeed, so the rules can be checked anywhere.
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +19,25 @@ from fulmen import ConfigurationError
 STAGES = {0: "off (plain data parallel through the engine)", 1: "optimizer state sharded",
           2: "optimizer state and gradients sharded",
           3: "parameters, gradients and optimizer state sharded"}
+# Every key DeepSpeed 0.19.8's zero_optimization section accepts (it refuses others at engine
+# start); checked here so a typo fails when the strategy is built, with a suggestion.
+_ZERO_KEYS_TEXT = """
+allgather_bucket_size allgather_partitions allgather_sequential compute_grad_norm
+contiguous_gradients cpu_offload cpu_offload_param cpu_offload_use_pin_memory elastic_checkpoint
+enable_sanity_checks gather_16bit_weights_on_model_save ignore_unused_parameters leaf_module
+legacy_stage1 load_from_fp32_weights log_trace_cache_warnings max_live_parameters
+max_reuse_distance memory_efficient_linear model_persistence_threshold
+module_granularity_threshold offload_optimizer offload_param overlap_comm override_module_apply
+param_persistence_threshold parameter_alignment pipeline_loading_checkpoint prefetch_bucket_size
+reduce_bucket_size reduce_scatter round_robin_gradients save_muon_momentum_buffer_in_memory stage
+stage3_allgather_sequential stage3_gather_16bit_weights_on_model_save
+stage3_gather_fp16_weights_on_model_save stage3_max_live_parameters stage3_max_reuse_distance
+stage3_model_persistence_threshold stage3_module_granularity_threshold
+stage3_param_persistence_threshold stage3_prefetch_bucket_size
+stage3_use_all_reduce_for_fetch_params sub_group_size use_all_reduce_for_fetch_params
+use_multi_rank_bucket_allreduce zenflow zero_hpz_partition_size zero_quantized_gradients
+zero_quantized_nontrainable_weights zero_quantized_weights"""
+ZERO_KEYS = frozenset(_ZERO_KEYS_TEXT.split())
 PRECISION_SECTIONS = {"16-mixed": "fp16", "bf16-mixed": "bf16", "32-true": None}
 
 
@@ -104,13 +124,20 @@ def read_config(config: dict[str, Any] | str | Path | None) -> DeepSpeedConfig:
         raise ConfigurationError(f"DeepSpeedStrategy({where}) must hold a JSON object (a dict "
                                  f"of DeepSpeed settings), got {type(config).__name__}")
     try:
-        return DeepSpeedConfig.model_validate(config)
+        options = DeepSpeedConfig.model_validate(config)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']} (got {e.get('input')!r})"
             for e in exc.errors())
         raise ConfigurationError(f"DeepSpeedStrategy({where}) has invalid settings: "
                                  f"{problems}") from None
+    for key in sorted(set(options.zero_optimization.model_extra or {}) - ZERO_KEYS):
+        close = difflib.get_close_matches(key, sorted(ZERO_KEYS), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ConfigurationError(f"DeepSpeedStrategy({where}): zero_optimization has no setting "
+                                 f"{key!r}.{hint} DeepSpeed's ZeRO settings: "
+                                 f"{', '.join(sorted(ZERO_KEYS))}")
+    return options
 
 
 def check_zero(stage: int, offload_optimizer: bool, offload_parameters: bool) -> None:
