@@ -69,6 +69,12 @@ def fake_dists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fake
     fulmen.reload_plugins()
 
 
+@pytest.fixture(autouse=True)
+def _run_in_a_temporary_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trainers default to the working directory for logs and checkpoints: never the repo's."""
+    monkeypatch.chdir(tmp_path)
+
+
 FIXTURES = Path(__file__).parent / "fixtures"
 sys.path.insert(0, str(FIXTURES))  # tiny_models: importable by tests and by class_path
 
@@ -112,17 +118,21 @@ def python_without(tmp_path: Path) -> Any:
 
 
 def _python_without(distribution: str, root: Path) -> list[str]:
-    import sysconfig
-
-    site = Path(sysconfig.get_paths()["purelib"])
-    stem = distribution.replace("-", "_").lower()
+    site = Path(importlib.metadata.distribution("pluggy").locate_file(""))
     target = root / "site-packages"
     target.mkdir(parents=True)
+    owned: set[str] = set()  # top-level entries of site-packages the distribution installed
+    try:
+        files = importlib.metadata.distribution(distribution).files or []
+    except importlib.metadata.PackageNotFoundError:
+        files = []
+    for file in files:
+        top = file.parts[0]
+        if top not in ("..", "__pycache__"):
+            owned.add(top)
     for entry in site.iterdir():
-        name = entry.name.lower()
-        if name.startswith(f"{stem}-") or name == f"_editable_impl_{stem}.pth":
-            continue
-        (target / entry.name).symlink_to(entry)
+        if entry.name not in owned:
+            (target / entry.name).symlink_to(entry)
     return [sys.executable, "-S", "-c",
             f"import site, sys; site.addsitedir({str(target)!r}); sys.argv[1:] = []; "
             "exec(sys.stdin.read())"]
