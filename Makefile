@@ -5,12 +5,12 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check
 DISTS  := core accelerators strategies precision environments
 # Extra plugin packages under plugins/ (each its own distribution). Horovod is built from source
-# (about 15 minutes), so `make install` leaves it to `make install-horovod`.
+# (minutes, patched for C++17), so `make install` leaves it to `make install-horovod`.
 PLUGIN_DISTS := $(filter-out plugins/horovod,$(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml)))
 STAMP  := $(VENV)/.installed
-SRC    := $(foreach d,$(DISTS) $(PLUGIN_DISTS),$(d)/src)
+SRC    := $(foreach d,$(DISTS),$(d)/src) $(wildcard plugins/*/src)
 
-.PHONY: install demo test lint bench docs clean
+.PHONY: install install-horovod demo test lint bench docs clean
 
 install: $(STAMP)
 
