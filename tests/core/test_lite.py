@@ -218,3 +218,25 @@ def test_no_backward_sync_is_a_context():
             return "ok"
 
     assert fulmen.Lite().launch(body) == "ok"
+
+
+def test_save_and_load_keep_several_models_apart(tmp_path):
+    """A GAN-style loop sets up two models: each checkpoint entry is its own model's state."""
+
+    class TwoModels(fulmen.Lite):
+        def run(self) -> None:
+            gen, disc = torch.nn.Linear(4, 8), torch.nn.Linear(8, 1)
+            gen, g_opt = self.setup(gen, torch.optim.Adam(gen.parameters()))
+            disc, d_opt = self.setup(disc, torch.optim.Adam(disc.parameters()))
+            self.save(tmp_path / "gan.ckpt", {"gen": gen, "disc": disc, "g_opt": g_opt})
+            saved = torch.load(tmp_path / "gan.ckpt", weights_only=True)
+            assert saved["gen"]["weight"].shape == (8, 4)
+            assert saved["disc"]["weight"].shape == (1, 8)
+            with torch.no_grad():
+                gen.weight.zero_()
+                disc.weight.zero_()
+            self.load(tmp_path / "gan.ckpt", {"gen": gen, "disc": disc, "g_opt": g_opt})
+            assert torch.equal(gen.weight, saved["gen"]["weight"])
+            assert torch.equal(disc.weight, saved["disc"]["weight"])
+
+    TwoModels(accelerator="cpu").run()

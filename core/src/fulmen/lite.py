@@ -295,8 +295,10 @@ class Lite(SelectionReport):
                 raise ConfigurationError(f"lite.load: {str(path)!r} has no {key!r}; it holds "
                                          f"{sorted(checkpoint)}")
             if isinstance(target, torch.nn.Module):
-                self.strategy.load_module_state_dict(checkpoint[key]) if isinstance(
-                    target, LiteModule) else target.load_state_dict(checkpoint[key])
+                if isinstance(target, LiteModule):
+                    self.strategy.load_module_state_dict(checkpoint[key], module=target.module)
+                else:
+                    target.load_state_dict(checkpoint[key])
             elif isinstance(target, LiteOptimizer):
                 self.strategy.load_optimizer_state(target.optimizer, checkpoint[key])
             elif hasattr(target, "load_state_dict"):
@@ -309,7 +311,7 @@ class Lite(SelectionReport):
         out: dict[str, Any] = {}
         for key, value in content.items():
             if isinstance(value, LiteModule):
-                out[key] = self.strategy.module_state_dict()
+                out[key] = self.strategy.module_state_dict(value.module)
             elif isinstance(value, LiteOptimizer):
                 out[key] = self.strategy.optimizer_state(value.optimizer)
             elif hasattr(value, "state_dict") and callable(value.state_dict):

@@ -231,14 +231,18 @@ class Strategy(Named, ABC):
 
     # ------------------------------------------------------------------ checkpoints
 
-    def module_state_dict(self) -> dict[str, Any]:
-        """The user's module state as one dictionary (sharded strategies gather it)."""
-        assert self.module is not None
-        return self.module.state_dict()
+    def module_state_dict(self, module: torch.nn.Module | None = None) -> dict[str, Any]:
+        """A module's state as one dictionary (sharded strategies gather it). ``module``: one of
+        several set-up modules (Lite); default the one being trained."""
+        target = module if module is not None else self.module
+        assert target is not None
+        return target.state_dict()
 
-    def load_module_state_dict(self, state: dict[str, Any], strict: bool = True) -> Any:
-        assert self.module is not None
-        return self.module.load_state_dict(state, strict=strict)
+    def load_module_state_dict(self, state: dict[str, Any], strict: bool = True,
+                               module: torch.nn.Module | None = None) -> Any:
+        target = module if module is not None else self.module
+        assert target is not None
+        return target.load_state_dict(state, strict=strict)
 
     def optimizer_state(self, optimizer: Any) -> dict[str, Any]:
         """One optimizer's state for a checkpoint (sharded strategies consolidate it)."""

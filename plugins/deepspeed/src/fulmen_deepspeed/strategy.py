@@ -258,16 +258,17 @@ class DeepSpeedStrategy(ParallelStrategy):
                 return {k: v.detach().clone().cpu() for k, v in self.module.state_dict().items()}
         return {k: v.detach().cpu() for k, v in self.module.state_dict().items()}
 
-    def module_state_dict(self) -> dict[str, Any]:
-        if self.engine is None:
-            return super().module_state_dict()
+    def module_state_dict(self, module: torch.nn.Module | None = None) -> dict[str, Any]:
+        if self.engine is None or (module is not None and module is not self.module):
+            return super().module_state_dict(module)  # not the engine's model
         return EngineModuleState(self._full_state())
 
-    def load_module_state_dict(self, state: dict[str, Any], strict: bool = True) -> Any:
+    def load_module_state_dict(self, state: dict[str, Any], strict: bool = True,
+                               module: torch.nn.Module | None = None) -> Any:
         if isinstance(state, EngineModuleState):
             return None  # the engine restored it from the shards
-        if self.engine is None:
-            return super().load_module_state_dict(state, strict)
+        if self.engine is None or (module is not None and module is not self.module):
+            return super().load_module_state_dict(state, strict, module)
         assert self.module is not None
         import deepspeed
 

@@ -105,23 +105,26 @@ class FSDPStrategy(ParallelStrategy):
 
         return StateDictOptions(full_state_dict=full, cpu_offload=full)
 
-    def module_state_dict(self) -> dict[str, Any]:
+    def module_state_dict(self, module: torch.nn.Module | None = None) -> dict[str, Any]:
         if not self.distributed:
-            return super().module_state_dict()
+            return super().module_state_dict(module)
         from torch.distributed.checkpoint.state_dict import get_model_state_dict
 
-        assert self.module is not None
-        return get_model_state_dict(self.module, options=self._options(
+        target = module if module is not None else self.module
+        assert target is not None
+        return get_model_state_dict(target, options=self._options(
             self.state_dict_type == "full"))
 
-    def load_module_state_dict(self, state: dict[str, Any], strict: bool = True) -> Any:
+    def load_module_state_dict(self, state: dict[str, Any], strict: bool = True,
+                               module: torch.nn.Module | None = None) -> Any:
         if not self.distributed:
-            return super().load_module_state_dict(state, strict)
+            return super().load_module_state_dict(state, strict, module)
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 
-        assert self.module is not None
+        target = module if module is not None else self.module
+        assert target is not None
         full = not any(hasattr(v, "device_mesh") for v in state.values())
-        return set_model_state_dict(self.module, state, options=StateDictOptions(
+        return set_model_state_dict(target, state, options=StateDictOptions(
             full_state_dict=full, strict=strict))
 
     def optimizer_state(self, optimizer: Any) -> dict[str, Any]:
