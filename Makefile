@@ -4,11 +4,12 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check
 DISTS  := core accelerators strategies precision environments
-# Extra plugin packages under plugins/ (each its own distribution). Horovod is built from source
-# (minutes, patched for C++17), so `make install` leaves it to `make install-horovod`.
-PLUGIN_DISTS := $(filter-out plugins/horovod,$(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml)))
+# Extra plugin packages under plugins/ (each its own distribution). fulmen-horovod is installed
+# too, but Horovod itself is built from source (minutes, patched for C++17) only by
+# `make install-horovod`; without it strategy="horovod" says how to get it.
+PLUGIN_DISTS := $(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml))
 STAMP  := $(VENV)/.installed
-SRC    := $(foreach d,$(DISTS),$(d)/src) $(wildcard plugins/*/src)
+SRC    := $(foreach d,$(DISTS) $(PLUGIN_DISTS),$(d)/src)
 
 .PHONY: install install-horovod demo test lint bench docs clean
 
@@ -21,11 +22,10 @@ $(STAMP): constraints.txt requirements-dev.txt $(foreach d,$(DISTS) $(PLUGIN_DIS
 	$(PIP) install -q -c constraints.txt -r requirements-dev.txt $(foreach d,$(DISTS) $(PLUGIN_DISTS),-e ./$(d))
 	touch $(STAMP)
 
-# Horovod (strategy="horovod"): built from its sdist against the installed torch (about 15 minutes
-# on 2 cores the first time; the wheel is cached outside the repository and reused).
+# Horovod (strategy="horovod"): built from its sdist against the installed torch (4-15 minutes on
+# 2 cores the first time; the wheel is cached outside the repository and reused).
 install-horovod: install
 	FULMEN_PYTHON=$(abspath $(PY)) plugins/horovod/build-horovod.sh
-	$(PIP) install -q -c constraints.txt -e ./plugins/horovod
 
 # Trains an MLP on scikit-learn's bundled digits (CPU, no download), then tests the best checkpoint.
 demo: install
