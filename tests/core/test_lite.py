@@ -228,14 +228,15 @@ def test_save_and_load_keep_several_models_apart(tmp_path):
             gen, disc = torch.nn.Linear(4, 8), torch.nn.Linear(8, 1)
             gen, g_opt = self.setup(gen, torch.optim.Adam(gen.parameters()))
             disc, d_opt = self.setup(disc, torch.optim.Adam(disc.parameters()))
-            self.save(tmp_path / "gan.ckpt", {"gen": gen, "disc": disc, "g_opt": g_opt})
+            state = {"gen": gen, "disc": disc, "g_opt": g_opt, "d_opt": d_opt}
+            self.save(tmp_path / "gan.ckpt", state)
             saved = torch.load(tmp_path / "gan.ckpt", weights_only=True)
             assert saved["gen"]["weight"].shape == (8, 4)
             assert saved["disc"]["weight"].shape == (1, 8)
             with torch.no_grad():
                 gen.weight.zero_()
                 disc.weight.zero_()
-            self.load(tmp_path / "gan.ckpt", {"gen": gen, "disc": disc, "g_opt": g_opt})
+            self.load(tmp_path / "gan.ckpt", state)
             assert torch.equal(gen.weight, saved["gen"]["weight"])
             assert torch.equal(disc.weight, saved["disc"]["weight"])
 
