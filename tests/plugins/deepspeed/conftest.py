@@ -3,43 +3,15 @@ session with a timeout; it writes JSON results to ``--out``."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from processes import script_runner
 
 SCRIPTS = Path(__file__).parent / "scripts"
-_RANK_VARS = ("LOCAL_RANK", "RANK", "WORLD_SIZE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT",
-              "DS_ACCELERATOR", "LOCAL_SIZE")
-
-
-class Run:
-    def __init__(self, done: subprocess.CompletedProcess[str], out: Path, seconds: float):
-        self.returncode, self.stdout, self.stderr = done.returncode, done.stdout, done.stderr
-        self.out, self.seconds = out, seconds
-
-    def json(self, name: str) -> Any:
-        return json.loads((self.out / f"{name}.json").read_text())
 
 
 @pytest.fixture
 def run_script(tmp_path: Path) -> Any:
-    def run(script: str, *args: str, timeout: float = 150,
-            env: dict[str, str] | None = None) -> Run:
-        out = tmp_path / f"out{len(list(tmp_path.glob('out*')))}"
-        out.mkdir()
-        environment = {k: v for k, v in os.environ.items() if k not in _RANK_VARS}
-        environment.update(env or {})
-        environment["PYTHONPATH"] = str(SCRIPTS)
-        start = time.monotonic()
-        done = subprocess.run([sys.executable, str(SCRIPTS / script), *args, "--out", str(out)],
-                              capture_output=True, text=True, timeout=timeout, env=environment,
-                              cwd=tmp_path, start_new_session=True)
-        return Run(done, out, time.monotonic() - start)
-
-    return run
+    return script_runner(tmp_path, SCRIPTS, 150, drop=("DS_ACCELERATOR", "LOCAL_SIZE"))

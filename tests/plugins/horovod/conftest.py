@@ -6,8 +6,6 @@ where Horovod with PyTorch support cannot be imported (it is built by ``make ins
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import subprocess
 import sys
@@ -15,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from processes import Run, clean_environment, next_out
 
 SCRIPTS = Path(__file__).parent / "scripts"
 
@@ -33,25 +32,8 @@ SKIP_REASON = (f"Horovod is not importable ({_PROBLEM}); run `make install-horov
                "(about 15 minutes once) and enable these tests")
 
 
-class Run:
-    def __init__(self, done: subprocess.CompletedProcess[str], out: Path) -> None:
-        self.returncode, self.stdout, self.stderr = done.returncode, done.stdout, done.stderr
-        self.out = out
-
-    @property
-    def output(self) -> str:
-        return self.stdout + self.stderr
-
-    def json(self, name: str) -> Any:
-        return json.loads((self.out / f"{name}.json").read_text())
-
-
 def _environment() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("HOROVOD_", "OMPI_", "PMI_")) and k not in
-           ("LOCAL_RANK", "RANK", "WORLD_SIZE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")}
-    env["PYTHONPATH"] = str(SCRIPTS)
-    return env
+    return clean_environment([SCRIPTS], drop_prefixes=("HOROVOD_", "OMPI_", "PMI_"))
 
 
 @pytest.fixture
@@ -62,8 +44,7 @@ def run_horovod(tmp_path: Path) -> Any:
         pytest.skip(SKIP_REASON)
 
     def run(script: str, *args: str, np: int | None = 2, timeout: float = 240) -> Run:
-        out = tmp_path / f"out{len(list(tmp_path.glob('out*')))}"
-        out.mkdir()
+        out = next_out(tmp_path)
         command = [sys.executable, str(SCRIPTS / script), *args, "--out", str(out)]
         if np is not None:
             horovodrun = shutil.which("horovodrun", path=str(Path(sys.executable).parent))
