@@ -17,7 +17,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from fulmen import FulmenError
+from fulmen import ConfigurationError, FulmenError
 
 
 class CollectiveMismatchError(FulmenError):
@@ -97,3 +97,16 @@ def broadcast_object(obj: Any, src: int) -> Any:
 def barrier(name: str | None = None) -> None:
     _check(f"barrier({name})" if name else "barrier")
     dist.barrier()
+
+
+def reduce_operand(tensor: Any, reduce_op: str, device: torch.device,
+                   known: Any) -> tuple[torch.Tensor, str]:
+    """Check ``reduce_op`` (a key of ``known``) and return a copy of ``tensor`` on ``device`` to
+    reduce in place (floating point for ``"mean"``), with the op's lower-case name."""
+    op = str(reduce_op).lower()
+    if op not in known:
+        raise ConfigurationError(f"reduce(reduce_op={reduce_op!r}): use one of {sorted(known)}")
+    value = torch.as_tensor(tensor, device=device).clone()
+    if not value.is_floating_point() and op == "mean":
+        value = value.float()
+    return value, op

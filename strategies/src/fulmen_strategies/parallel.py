@@ -12,7 +12,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from fulmen import ConfigurationError, Strategy
+from fulmen import Strategy
 from fulmen_strategies import collectives, samplers
 
 _OPS = {"sum": "SUM", "max": "MAX", "min": "MIN", "mean": "SUM"}
@@ -91,13 +91,7 @@ class ParallelStrategy(Strategy):
     def reduce(self, tensor: Any, reduce_op: str = "mean") -> Any:
         if not self.distributed:
             return tensor
-        op = str(reduce_op).lower()
-        if op not in _OPS:
-            raise ConfigurationError(f"reduce(reduce_op={reduce_op!r}): use one of "
-                                     f"{sorted(_OPS)}")
-        value = torch.as_tensor(tensor, device=self.root_device).clone()
-        if not value.is_floating_point() and op == "mean":
-            value = value.float()
+        value, op = collectives.reduce_operand(tensor, reduce_op, self.root_device, _OPS)
         collectives.all_reduce(value, getattr(dist.ReduceOp, _OPS[op]))
         return value / self.world_size if op == "mean" else value
 

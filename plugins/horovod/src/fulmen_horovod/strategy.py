@@ -14,7 +14,7 @@ from fulmen import ConfigurationError, Strategy
 from fulmen_horovod import optimizers as opt_util
 from fulmen_horovod.runtime import import_horovod
 from fulmen_horovod.sync_batchnorm import convert_sync_batchnorm
-from fulmen_strategies import samplers
+from fulmen_strategies import collectives, samplers
 
 _OPS = {"sum": "Sum", "mean": "Average", "max": "Max", "min": "Min"}
 _COMPRESSION = ("none", "fp16")
@@ -220,13 +220,7 @@ class HorovodStrategy(Strategy):
     def reduce(self, tensor: Any, reduce_op: str = "mean") -> Any:
         if not self.distributed:
             return tensor
-        op = str(reduce_op).lower()
-        if op not in _OPS:
-            raise ConfigurationError(f"reduce(reduce_op={reduce_op!r}): use one of "
-                                     f"{sorted(_OPS)}")
-        value = torch.as_tensor(tensor, device=self.root_device)
-        if not value.is_floating_point() and op == "mean":
-            value = value.float()
+        value, op = collectives.reduce_operand(tensor, reduce_op, self.root_device, _OPS)
         return self.hvd.allreduce(value, op=getattr(self.hvd, _OPS[op]))
 
     def all_gather(self, tensor: Any, sync_grads: bool = False) -> Any:
