@@ -14,7 +14,7 @@ SCRIPTS = Path(__file__).parent / "scripts"
 
 @pytest.fixture
 def run_script(tmp_path: Path) -> Any:
-    return script_runner(tmp_path, SCRIPTS, 120, pythonpath=[SCRIPTS.parent.parent / "fixtures"])
+    return script_runner(tmp_path, SCRIPTS, 120)
 
 
 def no_process_left(marker: str) -> bool:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from processes import clean_environment
 
 from conftest import SCRIPTS
 
@@ -31,10 +32,7 @@ def free_port() -> int:
 
 
 def base_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in CLEAN and not k.startswith("SLURM_")}
-    env["PYTHONPATH"] = str(SCRIPTS)
-    env.update(extra)
-    return env
+    return {**clean_environment([SCRIPTS], drop=CLEAN, drop_prefixes=("SLURM_",)), **extra}
 
 
 def start(out: Path, args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:

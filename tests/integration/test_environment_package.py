@@ -4,7 +4,6 @@ plugin: fulmen lists it, detects its scheduler, and trains two processes under i
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -12,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from processes import clean_environment
 
 from conftest import SCRIPTS
 
@@ -31,11 +31,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def acme_env(site: Path, rank: int, port: int) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("LOCAL_RANK", "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
-    env.update(PYTHONPATH=os.pathsep.join([str(site), str(SCRIPTS)]), ACME_JOB_ID="77",
-               ACME_WORLD_SIZE="2", ACME_RANK=str(rank), ACME_LOCAL_RANK=str(rank),
-               ACME_NODE_RANK="0", ACME_HEAD_NODE="127.0.0.1", ACME_PORT=str(port))
+    env = clean_environment([site, SCRIPTS])
+    env.update(ACME_JOB_ID="77", ACME_WORLD_SIZE="2", ACME_RANK=str(rank),
+               ACME_LOCAL_RANK=str(rank), ACME_NODE_RANK="0", ACME_HEAD_NODE="127.0.0.1",
+               ACME_PORT=str(port))
     return env
 
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from processes import clean_environment
 
 from conftest import SCRIPTS
 
@@ -27,14 +28,13 @@ def test_mpirun_two_processes_train_to_identical_weights(tmp_path):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK", "RANK", "WORLD_SIZE")}
+    env = clean_environment([SCRIPTS])
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}")
     assert MPIRUN is not None
     done = subprocess.run(
         [MPIRUN, "-np", "2", "--oversubscribe", "-x", f"MASTER_PORT={port}", "-x",
-         f"PYTHONPATH={SCRIPTS}", sys.executable, str(SCRIPTS / "cluster_train.py"),
+         f"PYTHONPATH={env['PYTHONPATH']}", sys.executable, str(SCRIPTS / "cluster_train.py"),
          "--out", str(tmp_path), "--epochs", "1"],
         env=env, capture_output=True, text=True, timeout=150, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr

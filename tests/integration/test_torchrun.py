@@ -4,13 +4,13 @@ two "nodes" on loopback reaching a real rendezvous."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from processes import clean_environment
 
 from conftest import SCRIPTS
 
@@ -25,8 +25,7 @@ def free_port() -> int:
 
 def torchrun(out: Path, launcher_args: list[str], script_args: list[str]
              ) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("LOCAL_RANK", "RANK", "WORLD_SIZE")}
-    env["PYTHONPATH"] = str(SCRIPTS)
+    env = clean_environment([SCRIPTS])
     return subprocess.Popen([sys.executable, "-m", "torch.distributed.run", *launcher_args,
                              str(SCRIPTS / "train.py"), "--out", str(out), "--epochs", "1",
                              *script_args], env=env, stdout=subprocess.PIPE,

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import torch
+from processes import clean_environment
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 pytest.importorskip("deepspeed")
@@ -34,18 +35,11 @@ def ddp_weights(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[floa
     done = subprocess.run([sys.executable, str(SCRIPTS / "ds_train.py"), "--strategy", "ddp",
                            *FLAGS, "--out", str(out)], capture_output=True, text=True,
                           timeout=150, cwd=out, start_new_session=True,
-                          env={**_clean_env(), "PYTHONPATH": str(SCRIPTS)})
+                          env=clean_environment([SCRIPTS], drop=("DS_ACCELERATOR",)))
     assert done.returncode == 0, done.stderr[-3000:]
     import json
 
     return json.loads((out / "rank0.json").read_text())["weights"]
-
-
-def _clean_env() -> dict[str, str]:
-    import os
-
-    return {k: v for k, v in os.environ.items() if k not in (
-        "LOCAL_RANK", "RANK", "WORLD_SIZE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")}
 
 
 @pytest.mark.parametrize("name", STRATEGIES)

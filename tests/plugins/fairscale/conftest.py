@@ -14,4 +14,4 @@ SCRIPTS = Path(__file__).parent / "scripts"
 
 @pytest.fixture
 def run_script(tmp_path: Path) -> Any:
-    return script_runner(tmp_path, SCRIPTS, 90, drop=())
+    return script_runner(tmp_path, SCRIPTS, 90)

@@ -31,7 +31,7 @@ class DeepSpeedLite(fulmen.Lite):
     def run(self, out: str) -> None:
         net = make_net()
         model, optimizer = self.setup(net, torch.optim.Adam(net.parameters(), lr=0.05))
-        loader = self.setup_dataloaders(DataLoader(Indexed(32), batch_size=4))
+        loader = self.setup_dataloaders(DataLoader(Indexed(32, with_index=False), batch_size=4))
 
         def epoch() -> None:
             for x, y in loader:

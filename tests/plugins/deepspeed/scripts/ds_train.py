@@ -10,23 +10,11 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch.utils.data import DataLoader, Dataset
+from tiny_models import Indexed
+from torch.utils.data import DataLoader
 
 import fulmen
 from fulmen.callbacks import ModelCheckpoint
-
-
-class Indexed(Dataset):
-    def __init__(self, n: int) -> None:
-        g = torch.Generator().manual_seed(0)
-        self.x = torch.randn(n, 8, generator=g)
-        self.y = (self.x[:, 0] > 0).long()
-
-    def __len__(self) -> int:
-        return len(self.x)
-
-    def __getitem__(self, i: int) -> Any:
-        return self.x[i], self.y[i]
 
 
 class Model(fulmen.Module):
@@ -83,7 +71,7 @@ def main() -> None:
             logger=False, num_sanity_val_steps=0, default_root_dir=str(out),
             callbacks=[ModelCheckpoint(dirpath=out / "ckpt", save_top_k=-1)])
 
-    data = DataLoader(Indexed(32), batch_size=4)
+    data = DataLoader(Indexed(32, with_index=False), batch_size=4)
     result: dict[str, Any] = {}
     if args.resume_after:  # a first run stops after some epochs; a second Trainer resumes
         first = make_trainer(args.resume_after)
@@ -106,8 +94,8 @@ def main() -> None:
         tester = fulmen.Trainer(accelerator="cpu", devices=2, strategy=args.strategy,
                                 precision=args.precision, logger=False,
                                 enable_progress_bar=False, enable_model_summary=False)
-        result["test"] = tester.test(Model(), DataLoader(Indexed(16), batch_size=4),
-                                     ckpt_path=last, verbose=False)
+        test_data = DataLoader(Indexed(16, with_index=False), batch_size=4)
+        result["test"] = tester.test(Model(), test_data, ckpt_path=last, verbose=False)
     if trainer.is_global_zero:
         (out / "rank0.json").write_text(json.dumps(result))
 

@@ -10,23 +10,11 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch.utils.data import DataLoader, Dataset
+from tiny_models import Indexed
+from torch.utils.data import DataLoader
 
 import fulmen
 from fulmen.callbacks import ModelCheckpoint
-
-
-class Indexed(Dataset):
-    def __init__(self, n: int) -> None:
-        g = torch.Generator().manual_seed(0)
-        self.x = torch.randn(n, 8, generator=g)
-        self.y = (self.x[:, 0] > 0).long()
-
-    def __len__(self) -> int:
-        return len(self.x)
-
-    def __getitem__(self, i: int) -> Any:
-        return self.x[i], self.y[i]
 
 
 class Model(fulmen.Module):
@@ -84,8 +72,9 @@ def main() -> None:
         enable_model_summary=False, logger=False, num_sanity_val_steps=0, default_root_dir=str(out),
         callbacks=[ModelCheckpoint(dirpath=out / "ckpt", save_top_k=-1)])
     model = Model()
-    val = DataLoader(Indexed(16), batch_size=4)
-    trainer.fit(model, DataLoader(Indexed(32), batch_size=4), val, ckpt_path=args.resume)
+    val = DataLoader(Indexed(16, with_index=False), batch_size=4)
+    data = DataLoader(Indexed(32, with_index=False), batch_size=4)
+    trainer.fit(model, data, val, ckpt_path=args.resume)
     state_bytes = local_state_bytes(trainer.optimizers[0]) if trainer.optimizers else None
     optimizer_type = type(trainer.optimizers[0]).__name__ if trainer.optimizers else None
     results = trainer.test(model, val, verbose=False) if args.test else None

@@ -11,7 +11,8 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch.utils.data import DataLoader, Dataset
+from tiny_models import Indexed
+from torch.utils.data import DataLoader
 
 import fulmen
 from fulmen.api.checkpoint_io import TorchCheckpointIO
@@ -29,21 +30,6 @@ class RecordingIO(TorchCheckpointIO):
         with open(self.log, "a") as f:
             f.write(f"rank {rank} wrote {Path(path).name}\n")
         super().save_checkpoint(checkpoint, path, storage_options)
-
-
-class Indexed(Dataset):
-    """x depends only on the index, so every rank can report which samples it saw."""
-
-    def __init__(self, n: int) -> None:
-        g = torch.Generator().manual_seed(0)
-        self.x = torch.randn(n, 8, generator=g)
-        self.y = (self.x[:, 0] > 0).long()
-
-    def __len__(self) -> int:
-        return len(self.x)
-
-    def __getitem__(self, i: int) -> Any:
-        return self.x[i], self.y[i], i
 
 
 class Model(fulmen.Module):
