@@ -69,6 +69,14 @@ class DistributedSamplerWrapper(DistributedSampler):
         return (self.dataset[i] for i in super().__iter__())
 
 
+def process(loader: Any, stage: str, use_distributed_sampler: bool, strategy: Any) -> Any:
+    """What a multi-process strategy's ``process_dataloader`` does: shard for the strategy's
+    rank when asked and distributed, else leave the loader alone."""
+    if not use_distributed_sampler or not strategy.distributed:
+        return loader
+    return distribute(loader, stage, strategy.world_size, strategy.global_rank)
+
+
 def distribute(loader: Any, stage: str, num_replicas: int, rank: int) -> Any:
     """A copy of ``loader`` whose sampler gives this rank its shard."""
     if not isinstance(loader, DataLoader):

@@ -306,22 +306,10 @@ class DeepSpeedStrategy(ParallelStrategy):
         meta = {k: v for k, v in checkpoint.items() if k not in modules and k not in optimizers}
         meta["fulmen_deepspeed"] = {"modules": modules, "optimizers": optimizers,
                                     "prefix": PREFIX, "stage": self.stage}
-        target = Path(path)
-        staging = target.with_name(f".{target.name}.partial")
-        if self.is_global_zero and staging.exists():
-            shutil.rmtree(staging)
-        self.barrier("deepspeed-save-start")
-        self.engine.save_checkpoint(str(staging), tag=TAG)
-        if self.is_global_zero:
-            torch.save(meta, staging / META)
-        self.barrier("deepspeed-save-written")
-        if self.is_global_zero:
-            if target.is_dir():
-                shutil.rmtree(target)
-            elif target.exists():
-                target.unlink()
-            os.replace(staging, target)
-        self.barrier("deepspeed-save-end")
+        with self.staged_checkpoint_dir(path, "deepspeed") as staging:
+            self.engine.save_checkpoint(str(staging), tag=TAG)
+            if self.is_global_zero:
+                torch.save(meta, staging / META)
         return None
 
     def load_checkpoint(self, path: Any, weights_only: bool = True) -> dict[str, Any]:

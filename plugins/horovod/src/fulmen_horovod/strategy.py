@@ -211,9 +211,7 @@ class HorovodStrategy(Strategy):
 
     def process_dataloader(self, dataloader: Any, stage: str, use_distributed_sampler: bool
                            ) -> Any:
-        if not use_distributed_sampler or not self.distributed:
-            return dataloader
-        return samplers.distribute(dataloader, stage, self.world_size, self.global_rank)
+        return samplers.process(dataloader, stage, use_distributed_sampler, self)
 
     # ------------------------------------------------------------------ collectives
 

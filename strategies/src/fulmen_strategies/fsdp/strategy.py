@@ -10,7 +10,6 @@ through ``torch.distributed.checkpoint``. Mixed precision comes from the Trainer
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterable
 from datetime import timedelta
@@ -178,22 +177,14 @@ class FSDPStrategy(ParallelStrategy):
             return super().save_checkpoint(checkpoint, path)
         import torch.distributed.checkpoint as dcp
 
-        target = Path(path)
-        staging = target.with_name(f".{target.name}.partial")
-        if self.is_global_zero and staging.exists():
-            shutil.rmtree(staging)
-        self.barrier("fsdp-save-start")
         tensors = {"state_dict": checkpoint["state_dict"],
                    "optimizer_states": dict(enumerate(checkpoint.get("optimizer_states", [])))}
-        dcp.save(tensors, checkpoint_id=str(staging))
-        if self.is_global_zero:
-            meta = {k: v for k, v in checkpoint.items()
-                    if k not in ("state_dict", "optimizer_states")}
-            torch.save(meta, staging / _META)
-            if target.exists():
-                shutil.rmtree(target) if target.is_dir() else target.unlink()
-            os.replace(staging, target)
-        self.barrier("fsdp-save-end")
+        with self.staged_checkpoint_dir(path, "fsdp") as staging:
+            dcp.save(tensors, checkpoint_id=str(staging))
+            if self.is_global_zero:
+                meta = {k: v for k, v in checkpoint.items()
+                        if k not in ("state_dict", "optimizer_states")}
+                torch.save(meta, staging / _META)
         return None
 
     def load_checkpoint(self, path: Any, weights_only: bool = True) -> dict[str, Any]:
