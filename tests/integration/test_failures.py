@@ -3,11 +3,17 @@ caught, and mismatched process counts are refused."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
+from processes import alive, clean_environment, descendants
 
-from conftest import no_process_left
+from conftest import SCRIPTS, no_process_left
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
@@ -55,3 +61,39 @@ def test_a_world_size_that_disagrees_with_devices_is_refused(run_script):
     assert run.returncode != 0
     assert "the processes were already started with world size 3" in run.stderr
     assert "devices=2 x num_nodes=1 asks for 2" in run.stderr
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "kill -9 main"])
+@pytest.mark.parametrize(("strategy", "workers"), [("ddp", 1), ("ddp_spawn", 2)])
+def test_stopping_the_main_process_stops_every_rank(tmp_path, strategy, workers, how):
+    """Ctrl-C: a terminal sends SIGINT to its foreground process group, but the ranks run in
+    sessions of their own (as torchrun's workers do), so the main process must stop them.
+    SIGKILL of the main process alone: the ranks die with it."""
+    out = tmp_path / "out"
+    out.mkdir()
+    main = subprocess.Popen(
+        [sys.executable, str(SCRIPTS / "train.py"), "--strategy", strategy, "--epochs",
+         "100000", "--out", str(out)], cwd=tmp_path, env=clean_environment([SCRIPTS]),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    everyone: set[int] = set()
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(out.glob("training-rank*"))) < 2 and time.monotonic() < deadline:
+            assert main.poll() is None, main.communicate()
+            time.sleep(0.2)
+        everyone = descendants(main.pid)
+        assert len(everyone) >= workers, everyone
+        if how == "ctrl-c":
+            os.killpg(main.pid, signal.SIGINT)
+        else:
+            main.kill()
+        _, stderr = main.communicate(timeout=30)
+        time.sleep(1)
+        left = [p for p in everyone if alive(p)]
+    finally:
+        for pid in [main.pid, *everyone]:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    assert main.returncode != 0
+    assert how != "ctrl-c" or "KeyboardInterrupt" in stderr
+    assert not left, stderr

@@ -30,6 +30,7 @@ class Model(fulmen.Module):
                                        torch.nn.Linear(16, 2))
         self.crash_rank, self.log_rank, self.diverge = crash_rank, log_rank, diverge
         self.seen: list[int] = []
+        self.out: Path | None = None  # where on_train_batch_end marks that training runs
         self.val_seen: list[int] = []
         if lam:
             self.fn = lambda x: x  # cannot be pickled
@@ -47,6 +48,10 @@ class Model(fulmen.Module):
         loss = F.cross_entropy(self(x), y)
         self.log("train_loss", loss)
         return loss
+
+    def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
+        if self.out is not None and self.global_step == 1:
+            (self.out / f"training-rank{self.global_rank}").touch()
 
     def validation_step(self, batch: Any, batch_idx: int) -> None:
         x, y, idx = batch
@@ -97,6 +102,7 @@ def main() -> None:
         default_root_dir=str(out), num_sanity_val_steps=0,
         use_distributed_sampler=not args.no_sampler)
     model = Model(args.crash_rank, args.log_rank, args.diverge, args.lam)
+    model.out = out
     data = DataLoader(Indexed(args.samples), batch_size=args.batch)
     val = DataLoader(Indexed(args.samples // 2), batch_size=args.batch)
     trainer.fit(model, data, val)

@@ -15,6 +15,7 @@ import os
 import pickle
 import sys
 import tempfile
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ import torch
 import torch.multiprocessing as tmp
 
 from fulmen import ConfigurationError, Launcher
+from fulmen_strategies.launchers.lifetime import own_session
 
 
 def _rebuild_generator(device: str, state: torch.Tensor) -> torch.Generator:
@@ -97,8 +99,22 @@ def check_picklable(strategy_name: str, named: dict[str, Any]) -> None:
             ) from exc
 
 
+def stop(processes: list[Any], grace: float = 5.0) -> None:
+    """Terminate worker processes still running; kill those that outlive ``grace`` seconds."""
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    deadline = time.monotonic() + grace
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
 def _worker(local_rank: int, payload: bytes | tuple[Any, ...], env: dict[str, str],
             result_path: str) -> None:
+    own_session()  # torch.multiprocessing already has the worker die with the main process
     function, args, kwargs = pickle.loads(payload) if isinstance(payload, bytes) else payload
     os.environ.update(env)
     os.environ["LOCAL_RANK"] = str(local_rank)
@@ -157,8 +173,15 @@ class MultiprocessingLauncher(Launcher):
             payload: bytes | tuple[Any, ...] = (function, args, kwargs)
             if self.start_method != "fork":
                 payload = dumps(payload)
-            tmp.start_processes(_worker, args=(payload, shared, result_path), nprocs=per_node,
-                                start_method=self.start_method)
+            context = tmp.start_processes(_worker, args=(payload, shared, result_path),
+                                          nprocs=per_node, start_method=self.start_method,
+                                          join=False)
+            try:
+                while not context.join():
+                    pass
+            except BaseException:  # a worker failed (the others are stopped) or Ctrl-C here
+                stop(context.processes)
+                raise
             with open(result_path, "rb") as handle:
                 package = torch.load(handle, weights_only=False)  # written by our own worker
         owner = getattr(function, "__self__", None)

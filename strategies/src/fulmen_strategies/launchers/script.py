@@ -4,17 +4,19 @@ Each child gets ``MASTER_ADDR``, ``MASTER_PORT``, ``WORLD_SIZE``, ``NODE_RANK``,
 and ``RANK`` and executes the script from the top, like ``torchrun`` would. Works with
 ``python script.py`` and ``python -m package.module``.
 
+Children run in their own session and die with this process (see ``lifetime``): a terminal's
+Ctrl-C reaches only this process, which stops them.
+
 Failure rules: if a child exits with an error, the others are stopped and this process exits
 with status 1 (the child's traceback is already on the terminal); if this process raises, the
-children are stopped. Children die with their parent (``PR_SET_PDEATHSIG`` on Linux), so no
-orphan keeps a port or a GPU.
+children are stopped.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -23,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fulmen import ConfigurationError, Launcher
+from fulmen_strategies.launchers.lifetime import die_with_parent
 
 _GRACE_SECONDS = 5.0
 LAUNCHED = "FULMEN_LAUNCHED"  # set in the processes a ScriptLauncher started (and in its own)
@@ -37,16 +40,6 @@ def command_line() -> list[str]:
         return [sys.executable, "-m", module, *sys.argv[1:]]
     script = os.path.abspath(sys.argv[0])
     return [sys.executable, script, *sys.argv[1:]]
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 class ScriptLauncher(Launcher):
@@ -74,8 +67,8 @@ class ScriptLauncher(Launcher):
             child_env = {**os.environ, **shared, "LOCAL_RANK": str(local_rank),
                          "RANK": str(node_rank * per_node + local_rank)}
             self.children.append(subprocess.Popen(
-                command, env=child_env,
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None))
+                command, env=child_env, start_new_session=True,
+                preexec_fn=functools.partial(die_with_parent, os.getpid())))
         # From now on this process is local rank 0 of a launched job: a second Trainer in the
         # same script must not launch again (its children run that Trainer themselves).
         os.environ.update({"LOCAL_RANK": "0", "RANK": str(node_rank * per_node)})

@@ -1,0 +1,42 @@
+"""How a launched rank relates to the process that started it.
+
+Ranks run in a session of their own, as torchrun's workers do: with Linux's scheduler
+autogroups each rank then gets its own share of the CPUs instead of its threads competing with
+the other ranks' inside one group (measured on 2 cores: 0.87x -> 0.97-1.0x of torchrun's
+samples/s). A terminal's Ctrl-C therefore reaches only the main process, which stops the ranks;
+and a rank dies with the process that started it (Linux ``PR_SET_PDEATHSIG``, which
+torch.multiprocessing also sets for its workers), so killing the main process leaves no orphan
+holding a port or a GPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int | None = None) -> None:
+    """Have the kernel kill this process when its parent ends; with ``parent`` (the pid that
+    started it), exit at once if that parent already ended."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        return
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
+
+
+def own_session() -> None:
+    """Move this process into a session (and so a scheduler autogroup) of its own."""
+    if hasattr(os, "setsid"):
+        with contextlib.suppress(OSError):  # already a session or group leader
+            os.setsid()
