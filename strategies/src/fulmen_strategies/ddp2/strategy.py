@@ -14,23 +14,13 @@ from typing import Any
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from fulmen_strategies.ddp.strategy import StepDispatcher
-from fulmen_strategies.dp.strategy import finish_step
+from fulmen_strategies.dp.strategy import OneProcessPerNode, finish_step
 from fulmen_strategies.parallel import ParallelStrategy
 
 
-class DDP2Strategy(ParallelStrategy):
-    @property
-    def processes_per_node(self) -> int:
-        return 1
-
-    @property
-    def root_device(self) -> torch.device:
-        return self.parallel_devices[0] if self.parallel_devices else torch.device("cpu")
-
+class DDP2Strategy(OneProcessPerNode, ParallelStrategy):
     def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
-        ids = [d.index for d in self.parallel_devices if d.type == "cuda"]
-        local = torch.nn.DataParallel(StepDispatcher(module), device_ids=ids or None)
+        local = self.data_parallel(module)
         return DistributedDataParallel(local) if self.distributed else local
 
     def step(self, method: str, *args: Any, **kwargs: Any) -> Any:

@@ -40,8 +40,11 @@ def mean_losses(output: Any) -> Any:
     return output
 
 
-class DataParallelStrategy(Strategy):
-    """``torch.nn.DataParallel`` on every selected GPU of this process."""
+class OneProcessPerNode:
+    """For strategies whose one process drives every selected GPU of its node (``dp``,
+    ``ddp2``): the first device is the root, the module is replicated with DataParallel."""
+
+    parallel_devices: list[torch.device]
 
     @property
     def processes_per_node(self) -> int:
@@ -51,9 +54,16 @@ class DataParallelStrategy(Strategy):
     def root_device(self) -> torch.device:
         return self.parallel_devices[0] if self.parallel_devices else torch.device("cpu")
 
-    def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
+    def data_parallel(self, module: torch.nn.Module) -> torch.nn.DataParallel:
         ids = [d.index for d in self.parallel_devices if d.type == "cuda"]
         return torch.nn.DataParallel(StepDispatcher(module), device_ids=ids or None)
+
+
+class DataParallelStrategy(OneProcessPerNode, Strategy):
+    """``torch.nn.DataParallel`` on every selected GPU of this process."""
+
+    def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
+        return self.data_parallel(module)
 
     def batch_to_device(self, batch: Any, device: torch.device | None = None) -> Any:
         return super().batch_to_device(batch, device or self.root_device)

@@ -9,38 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
-from tiny_models import Indexed
+from tiny_models import Classifier, Indexed
 from torch.utils.data import DataLoader
 
 import fulmen
 from fulmen.callbacks import ModelCheckpoint
 
 
-class Model(fulmen.Module):
-    def __init__(self, clip: bool = False) -> None:
-        super().__init__()
-        torch.manual_seed(0)
-        self.net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(),
-                                       torch.nn.Linear(16, 2))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
-
-    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
-        x, y = batch
-        loss = F.cross_entropy(self(x), y)
-        self.log("train_loss", loss)
-        return loss
-
-    def validation_step(self, batch: Any, batch_idx: int) -> None:
-        x, y = batch
-        self.log("val_loss", F.cross_entropy(self(x), y), sync_dist=True)
-
-    def test_step(self, batch: Any, batch_idx: int) -> None:
-        x, y = batch
-        self.log("test_acc", (self(x).argmax(1) == y).float().mean(), sync_dist=True)
-
+class Model(Classifier):
     def configure_optimizers(self) -> Any:
         optimizer = torch.optim.Adam(self.parameters(), lr=0.05)
         # The scheduler holds the user's optimizer; the sharded one must follow its lr.
