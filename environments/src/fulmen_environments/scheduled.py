@@ -1,4 +1,5 @@
-"""``ScheduledEnvironment``: what every environment whose processes a scheduler started shares."""
+"""``ScheduledEnvironment``: what every environment whose processes a scheduler started shares;
+``EnvVariablesEnvironment``: those whose launcher sets torch's ``env://`` variables."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 from collections.abc import Mapping
 
 from fulmen import ClusterEnvironment
+from fulmen_environments import variables as v
 
 
 class ScheduledEnvironment(ClusterEnvironment):
@@ -29,3 +31,22 @@ class ScheduledEnvironment(ClusterEnvironment):
 
     def set_global_rank(self, rank: int) -> None:
         pass
+
+
+class EnvVariablesEnvironment(ScheduledEnvironment):
+    """The launcher set torch's ``env://`` variables: ``MASTER_ADDR``, ``MASTER_PORT``,
+    ``WORLD_SIZE`` and ``RANK`` (torchrun, a Kubeflow PyTorchJob)."""
+
+    @property
+    def main_address(self) -> str:
+        return self.environ["MASTER_ADDR"]
+
+    @property
+    def main_port(self) -> int:
+        return v.port(self.environ["MASTER_PORT"], "MASTER_PORT")
+
+    def world_size(self) -> int:
+        return v.integer(self.environ, "WORLD_SIZE", 1)
+
+    def global_rank(self) -> int:
+        return v.integer(self.environ, "RANK")

@@ -5,31 +5,17 @@ from __future__ import annotations
 
 from fulmen import ConfigurationError
 from fulmen_environments import variables as v
-from fulmen_environments.scheduled import ScheduledEnvironment
+from fulmen_environments.scheduled import EnvVariablesEnvironment
 
 REQUIRED = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")
 
 
-class KubeflowEnvironment(ScheduledEnvironment):
+class KubeflowEnvironment(EnvVariablesEnvironment):
     name = "kubeflow"
-
-    @property
-    def main_address(self) -> str:
-        return self.environ["MASTER_ADDR"]
-
-    @property
-    def main_port(self) -> int:
-        return v.port(self.environ["MASTER_PORT"], "MASTER_PORT")
 
     @staticmethod
     def detect() -> bool:
         return False  # only by name: plugins=["kubeflow"]
-
-    def world_size(self) -> int:
-        return v.integer(self.environ, "WORLD_SIZE", 1)
-
-    def global_rank(self) -> int:
-        return v.integer(self.environ, "RANK")
 
     def local_rank(self) -> int:
         return 0  # one process per pod

@@ -6,13 +6,13 @@ import os
 
 from fulmen import ConfigurationError
 from fulmen_environments import variables as v
-from fulmen_environments.scheduled import ScheduledEnvironment
+from fulmen_environments.scheduled import EnvVariablesEnvironment
 
 REQUIRED = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
             "MASTER_PORT")
 
 
-class TorchElasticEnvironment(ScheduledEnvironment):
+class TorchElasticEnvironment(EnvVariablesEnvironment):
     """Reads ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``GROUP_RANK``, ``LOCAL_WORLD_SIZE``,
     ``MASTER_ADDR`` and ``MASTER_PORT``. ``restart_count()`` (``TORCHELASTIC_RESTART_COUNT``) tells
     an elastic restart apart from a first start: the Trainer then resumes from the newest
@@ -20,23 +20,9 @@ class TorchElasticEnvironment(ScheduledEnvironment):
 
     name = "torchelastic"
 
-    @property
-    def main_address(self) -> str:
-        return self.environ["MASTER_ADDR"]
-
-    @property
-    def main_port(self) -> int:
-        return v.port(self.environ["MASTER_PORT"], "MASTER_PORT")
-
     @staticmethod
     def detect() -> bool:
         return all(name in os.environ for name in REQUIRED)
-
-    def world_size(self) -> int:
-        return v.integer(self.environ, "WORLD_SIZE", 1)
-
-    def global_rank(self) -> int:
-        return v.integer(self.environ, "RANK")
 
     def local_rank(self) -> int:
         return v.integer(self.environ, "LOCAL_RANK")
