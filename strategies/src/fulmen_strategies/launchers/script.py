@@ -63,12 +63,13 @@ class ScriptLauncher(Launcher):
                   LAUNCHED: "1"}
         os.environ.update(shared)
         command = command_line()
+        on_linux = sys.platform.startswith("linux")
         for local_rank in range(1, per_node):
             child_env = {**os.environ, **shared, "LOCAL_RANK": str(local_rank),
                          "RANK": str(node_rank * per_node + local_rank)}
             self.children.append(subprocess.Popen(
                 command, env=child_env, start_new_session=True,
-                preexec_fn=functools.partial(die_with_parent, os.getpid())))
+                preexec_fn=functools.partial(die_with_parent, os.getpid()) if on_linux else None))
         # From now on this process is local rank 0 of a launched job: a second Trainer in the
         # same script must not launch again (its children run that Trainer themselves).
         os.environ.update({"LOCAL_RANK": "0", "RANK": str(node_rank * per_node)})
