@@ -14,14 +14,18 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 import sys
+import time
+from collections.abc import Sequence
+from multiprocessing.process import BaseProcess
 
 _PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent(parent: int | None = None) -> None:
-    """Have the kernel kill this process when its parent ends; with ``parent`` (the pid that
-    started it), exit at once if that parent already ended."""
+def die_with_parent(parent: int) -> None:
+    """Have the kernel kill this process when its parent ends; exit at once if ``parent`` (the
+    pid that started it) already ended."""
     if not sys.platform.startswith("linux"):
         return
     try:
@@ -31,7 +35,7 @@ def die_with_parent(parent: int | None = None) -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:
         return
-    if parent is not None and os.getppid() != parent:
+    if os.getppid() != parent:
         os._exit(1)
 
 
@@ -40,3 +44,31 @@ def own_session() -> None:
     if hasattr(os, "setsid"):
         with contextlib.suppress(OSError):  # already a session or group leader
             os.setsid()
+
+
+def stop(processes: Sequence[subprocess.Popen[bytes] | BaseProcess], grace: float = 5.0) -> None:
+    """Terminate the ranks still running (``subprocess.Popen`` or multiprocessing processes);
+    kill those that outlive ``grace`` seconds."""
+    running = [p for p in processes if _running(p)]
+    for process in running:
+        process.terminate()
+    deadline = time.monotonic() + grace
+    for process in running:
+        _wait(process, max(0.0, deadline - time.monotonic()))
+        if _running(process):
+            process.kill()
+            _wait(process, None)
+
+
+def _running(process: subprocess.Popen[bytes] | BaseProcess) -> bool:
+    if isinstance(process, subprocess.Popen):
+        return process.poll() is None
+    return process.is_alive()
+
+
+def _wait(process: subprocess.Popen[bytes] | BaseProcess, timeout: float | None) -> None:
+    if isinstance(process, subprocess.Popen):
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout)
+    else:
+        process.join(timeout)

@@ -15,7 +15,6 @@ import os
 import pickle
 import sys
 import tempfile
-import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +24,7 @@ import torch
 import torch.multiprocessing as tmp
 
 from fulmen import ConfigurationError, Launcher
-from fulmen_strategies.launchers.lifetime import own_session
+from fulmen_strategies.launchers.lifetime import own_session, stop
 
 
 def _rebuild_generator(device: str, state: torch.Tensor) -> torch.Generator:
@@ -97,19 +96,6 @@ def check_picklable(strategy_name: str, named: dict[str, Any]) -> None:
                 "picklable (define lambdas and local functions at module level) or use "
                 "strategy='ddp', which starts processes without pickling anything."
             ) from exc
-
-
-def stop(processes: list[Any], grace: float = 5.0) -> None:
-    """Terminate worker processes still running; kill those that outlive ``grace`` seconds."""
-    for process in processes:
-        if process.is_alive():
-            process.terminate()
-    deadline = time.monotonic() + grace
-    for process in processes:
-        process.join(max(0.0, deadline - time.monotonic()))
-        if process.is_alive():
-            process.kill()
-            process.join()
 
 
 def _worker(local_rank: int, payload: bytes | tuple[Any, ...], env: dict[str, str],

@@ -25,9 +25,8 @@ from collections.abc import Callable
 from typing import Any
 
 from fulmen import ConfigurationError, Launcher
-from fulmen_strategies.launchers.lifetime import die_with_parent
+from fulmen_strategies.launchers.lifetime import die_with_parent, stop
 
-_GRACE_SECONDS = 5.0
 LAUNCHED = "FULMEN_LAUNCHED"  # set in the processes a ScriptLauncher started (and in its own)
 
 
@@ -102,15 +101,7 @@ class ScriptLauncher(Launcher):
 
     def _stop_children(self) -> None:
         self._stopping = True
-        for child in self.children:
-            if child.poll() is None:
-                child.terminate()
-        deadline = time.monotonic() + _GRACE_SECONDS
-        for child in self.children:
-            try:
-                child.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                child.kill()
+        stop(self.children)
 
     def _wait_at_exit(self) -> None:
         """At interpreter exit: the children finish the script too; fail if one failed."""
