@@ -10,6 +10,10 @@ DISTS  := core accelerators strategies precision environments
 PLUGIN_DISTS := $(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml))
 STAMP  := $(VENV)/.installed
 SRC    := $(foreach d,$(DISTS) $(PLUGIN_DISTS),$(d)/src)
+# Torch C++ extensions (DeepSpeed's CPU shared-memory op) are built into this venv, not the shared
+# ~/.cache: another checkout with another path would rebuild them there, and a build killed
+# half-way leaves a lock that makes every later run wait forever.
+export TORCH_EXTENSIONS_DIR := $(abspath $(VENV))/torch_extensions
 
 .PHONY: install install-horovod demo test lint bench docs clean
 
@@ -20,6 +24,8 @@ $(STAMP): constraints.txt requirements-dev.txt $(foreach d,$(DISTS) $(PLUGIN_DIS
 	# The CPU build of torch first: with no torch present a looser requirement would pull CUDA wheels.
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q -c constraints.txt torch
 	$(PIP) install -q -c constraints.txt -r requirements-dev.txt $(foreach d,$(DISTS) $(PLUGIN_DISTS),-e ./$(d))
+	# Build DeepSpeed's CPU op now, once, rather than inside the first timed test run.
+	$(PY) -c "from deepspeed.comm.torch import build_shm_op; build_shm_op()" >/dev/null
 	touch $(STAMP)
 
 # Horovod (strategy="horovod"): built from its sdist against the installed torch (4-15 minutes on

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import itertools
+import os
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -18,6 +19,10 @@ import pytest
 import fulmen
 
 _counter = itertools.count()
+
+# As `make` does: torch C++ extensions (DeepSpeed's CPU op) live in this venv, so a build never
+# waits on a lock another checkout's killed build left in the shared ~/.cache.
+os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(Path(sys.prefix) / "torch_extensions"))
 
 
 class FakeDists:
