@@ -194,6 +194,8 @@ class DeepSpeedStrategy(ParallelStrategy):
             model=self._dispatcher, optimizer=optimizer, config=config,
             dist_init_required=False)
         self._batch_size_set = False
+        self.barrier("deepspeed-initialized")
+        release_shared_memory_name(self.global_rank)
 
     # ------------------------------------------------------------------ the step
 
@@ -370,3 +372,15 @@ def _cpu_has_fp16() -> bool:
         return bool(torch.ops.mkldnn._is_mkldnn_fp16_supported())
     except Exception:
         return False
+
+
+def release_shared_memory_name(rank: int) -> None:
+    """DeepSpeed's CPU all-reduce puts one buffer per rank in ``/dev/shm`` (~66 MB) and never
+    unlinks it, so every run would leave its buffers behind until the machine runs out of
+    memory. ``deepspeed.initialize`` returns only after this rank mapped every rank's buffer,
+    and the barrier before this call means every rank has: the names can go now, the mappings
+    stay valid until the processes end (even if they are killed)."""
+    name = (f"deepspeed_allreduce_buffer_{os.getuid()}_{os.environ.get('MASTER_ADDR', '')}_"
+            f"{os.environ.get('MASTER_PORT', '')}_{rank}")
+    with contextlib.suppress(OSError):  # none: a single process, or ranks on several hosts
+        os.unlink(Path("/dev/shm") / name)
