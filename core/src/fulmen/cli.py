@@ -40,6 +40,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
     plugins.add_argument("--detect", action="store_true",
                          help="show what every detector answers on this machine")
+    parser.add_argument("--version", action=_Versions, help="print the versions of fulmen, "
+                        "torch and every distribution that provides fulmen plugins, and exit")
+    if not args_list:  # a bare `fulmen` is a request for help, not a mistake
+        parser.print_help()
+        return 0
     args = parser.parse_args(args_list)
     try:
         return _plugins(args.json, args.detect)
@@ -49,6 +54,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `fulmen plugins | head`: the reader left; that is fine
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+class _Versions(argparse.Action):
+    """``fulmen --version``: read from package metadata only (no plugin is imported)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        from importlib import metadata
+
+        lines = []
+        for name in ("fulmen", "torch"):
+            try:
+                lines.append(f"{name} {metadata.version(name)}")
+            except metadata.PackageNotFoundError:
+                lines.append(f"{name} (not installed)")
+        plugin_dists = {(ep.dist.name, ep.dist.version) for ep in
+                        metadata.entry_points(group="fulmen.plugins") if ep.dist is not None}
+        lines += [f"{name} {version}" for name, version in sorted(plugin_dists)]
+        print("\n".join(lines))
+        parser.exit()
 
 
 def _plugins(as_json: bool, detect: bool) -> int:
