@@ -40,6 +40,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
     plugins.add_argument("--detect", action="store_true",
                          help="show what every detector answers on this machine")
+    doctor = sub.add_parser("doctor", help="report versions, cluster variables, detection, "
+                            "network and the main port, to paste into a bug report")
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--version", action=_Versions, help="print the versions of fulmen, "
                         "torch and every distribution that provides fulmen plugins, and exit")
     if not args_list:  # a bare `fulmen` is a request for help, not a mistake
@@ -47,6 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     args = parser.parse_args(args_list)
     try:
+        if args.command == "doctor":
+            return _doctor(args.json)
         return _plugins(args.json, args.detect)
     except FulmenError as exc:
         print(f"fulmen: error: {exc}", file=sys.stderr)
@@ -101,6 +106,14 @@ def _plugins(as_json: bool, detect: bool) -> int:
     else:
         _print(report)
     return 1 if errors else 0
+
+
+def _doctor(as_json: bool) -> int:
+    from fulmen.doctor import render, report
+
+    data = report(_detect(get_plugin_manager()))
+    print(json.dumps(data, indent=2, sort_keys=True, default=str) if as_json else render(data))
+    return 0
 
 
 def _detect(manager: PluginManager) -> dict[str, Any]:

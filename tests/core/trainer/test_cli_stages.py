@@ -102,3 +102,27 @@ def test_help_lists_the_registered_names(tmp_path):
     assert done.returncode == 0
     text = " ".join(done.stdout.split())
     assert "strategies: " in text and "ddp_spawn" in text and "bf16-mixed" in text
+
+
+def test_doctor_reports_versions_variables_detection_and_the_port(tmp_path):
+    import json
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        env = {**os.environ, "MASTER_PORT": str(port), "SLURM_NTASKS": "2",
+               "SLURM_JOB_ID": "77"}
+        done = subprocess.run([sys.executable, "-m", "fulmen", "doctor", "--json"],
+                              capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["versions"]["fulmen-strategies"] and data["torch"]["backends"]["gloo"] is True
+    assert data["variables"]["SLURM_NTASKS"] == "2"
+    assert data["variables"]["MASTER_PORT"] == str(port)
+    assert data["main_port"] == {"port": port, "free": False}
+    assert {a["plugin"] for a in data["detection"]["environment"]} >= {"local", "slurm"}
+    text = subprocess.run([sys.executable, "-m", "fulmen", "doctor"], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert text.returncode == 0 and "Main port 29500" in text.stdout and "Detection:" in text.stdout
