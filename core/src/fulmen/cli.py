@@ -40,8 +40,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
     plugins.add_argument("--detect", action="store_true",
                          help="show what every detector answers on this machine")
+    doctor = sub.add_parser("doctor", help="report versions, cluster variables, detection, "
+                            "network and the main port, to paste into a bug report")
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--version", action=_Versions, help="print the versions of fulmen, "
+                        "torch and every distribution that provides fulmen plugins, and exit")
+    if not args_list:  # a bare `fulmen` is a request for help, not a mistake
+        parser.print_help()
+        return 0
     args = parser.parse_args(args_list)
     try:
+        if args.command == "doctor":
+            return _doctor(args.json)
         return _plugins(args.json, args.detect)
     except FulmenError as exc:
         print(f"fulmen: error: {exc}", file=sys.stderr)
@@ -49,6 +59,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `fulmen plugins | head`: the reader left; that is fine
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+class _Versions(argparse.Action):
+    """``fulmen --version``: read from package metadata only (no plugin is imported)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        from importlib import metadata
+
+        lines = []
+        for name in ("fulmen", "torch"):
+            try:
+                lines.append(f"{name} {metadata.version(name)}")
+            except metadata.PackageNotFoundError:
+                lines.append(f"{name} (not installed)")
+        plugin_dists = {(ep.dist.name, ep.dist.version) for ep in
+                        metadata.entry_points(group="fulmen.plugins") if ep.dist is not None}
+        lines += [f"{name} {version}" for name, version in sorted(plugin_dists)]
+        print("\n".join(lines))
+        parser.exit()
 
 
 def _plugins(as_json: bool, detect: bool) -> int:
@@ -73,6 +106,14 @@ def _plugins(as_json: bool, detect: bool) -> int:
     else:
         _print(report)
     return 1 if errors else 0
+
+
+def _doctor(as_json: bool) -> int:
+    from fulmen.doctor import render, report
+
+    data = report(_detect(get_plugin_manager()))
+    print(json.dumps(data, indent=2, sort_keys=True, default=str) if as_json else render(data))
+    return 0
 
 
 def _detect(manager: PluginManager) -> dict[str, Any]:
