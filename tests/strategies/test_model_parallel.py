@@ -47,7 +47,7 @@ def test_the_mesh_trains_like_one_process(run_script, devices, dp, tp):
         assert got["seen"] == group["seen"]  # a tensor-parallel group sees the same samples
         assert got["sum"] == dp_size  # reduced over the data-parallel group
     shards = [ranks[g * tp_size]["seen"] for g in range(dp_size)]  # two epochs each
-    assert sorted(sum(shards, [])) == sorted(list(range(32)) * 2)
+    assert sorted(i for shard in shards for i in shard) == sorted(list(range(32)) * 2)
 
 
 @pytest.mark.timeout(300)

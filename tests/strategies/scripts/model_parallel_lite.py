@@ -51,14 +51,16 @@ def main() -> None:
     parser.add_argument("--meta", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    size = (lambda v: v if v == "auto" else int(v))
     if args.devices == 1:
         lite = fulmen.Lite(accelerator="cpu", devices=1)
-        dp = 1
     else:
         strategy = fulmen_strategy(size(args.dp), size(args.tp))
         lite = fulmen.Lite(accelerator="cpu", devices=args.devices, strategy=strategy)
     lite.launch(run, args)
+
+
+def size(value: str) -> int | str:
+    return value if value == "auto" else int(value)
 
 
 def fulmen_strategy(dp, tp):
