@@ -11,6 +11,7 @@ _EXPORTS = {
     "FSDPStrategy": "fulmen_strategies.fsdp.strategy",
     "DataParallelStrategy": "fulmen_strategies.dp.strategy",
     "DDP2Strategy": "fulmen_strategies.ddp2.strategy",
+    "ModelParallelStrategy": "fulmen_strategies.model_parallel.strategy",
 }
 __all__ = list(_EXPORTS)
 

@@ -1,0 +1,18 @@
+"""The ``model_parallel`` strategy plugin: a DeviceMesh for FSDP2 + tensor parallelism."""
+
+from fulmen import StrategySpec, hookimpl
+
+
+@hookimpl
+def fulmen_strategies():
+    yield StrategySpec(
+        name="model_parallel",
+        target="fulmen_strategies.model_parallel.strategy:ModelParallelStrategy",
+        launcher="fulmen_strategies.launchers.script:ScriptLauncher",
+        accelerators=["cpu", "cuda"],
+        precisions=["32-true", "bf16-mixed", "bf16-true"],
+        interactive=False,
+        description="2-D DeviceMesh (data_parallel x tensor_parallel): the model applies "
+                    "parallelize_module and fully_shard itself (configure_model or "
+                    "parallelize_fn)",
+    )

@@ -1,0 +1,85 @@
+"""``model_parallel``: a 2-D DeviceMesh (data_parallel x tensor_parallel) on CPU processes with
+gloo; the model parallelises itself (Lite: ``parallelize_fn``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from processes import script_runner
+
+import fulmen
+from fulmen import ConfigurationError
+
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+@pytest.fixture
+def run_script(tmp_path: Path) -> Any:
+    return script_runner(tmp_path, SCRIPTS, 240, drop=("OMP_NUM_THREADS",))
+
+
+def same_weights(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return a.keys() == b.keys() and all(
+        torch.allclose(torch.tensor(a[k]), torch.tensor(b[k]), atol=1e-5) for k in a)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize(("devices", "dp", "tp"), [(2, "1", "2"), (2, "2", "1"),
+                                                     (4, "2", "2")],
+                         ids=["tp2", "dp2", "dp2xtp2"])
+def test_the_mesh_trains_like_one_process(run_script, devices, dp, tp):
+    """Every rank ends with the full weights of a one-process run on the same global batches;
+    data is sharded over data_parallel only; reduce works over the data-parallel group."""
+    reference = run_script("model_parallel_lite.py", "--devices", "1")
+    assert reference.returncode == 0, reference.stderr
+    run = run_script("model_parallel_lite.py", "--devices", str(devices), "--dp", dp,
+                     "--tp", tp, env={"OMP_NUM_THREADS": "1"})
+    assert run.returncode == 0, run.stderr
+    want = reference.json("rank0")
+    ranks = [run.json(f"rank{r}") for r in range(devices)]
+    tp_size, dp_size = int(tp), int(dp)
+    for rank, got in enumerate(ranks):
+        assert same_weights(got["weights"], want["weights"]), rank
+        group = ranks[(rank // tp_size) * tp_size]  # the first rank of its tensor-parallel group
+        assert got["seen"] == group["seen"]  # a tensor-parallel group sees the same samples
+        assert got["sum"] == dp_size  # reduced over the data-parallel group
+    shards = [ranks[g * tp_size]["seen"] for g in range(dp_size)]  # two epochs each
+    assert sorted(i for shard in shards for i in shard) == sorted(list(range(32)) * 2)
+
+
+@pytest.mark.timeout(300)
+def test_a_model_built_on_the_meta_device_is_materialised_shard_by_shard(run_script):
+    run = run_script("model_parallel_lite.py", "--devices", "2", "--dp", "2", "--tp", "1",
+                     "--meta", env={"OMP_NUM_THREADS": "1"})
+    assert run.returncode == 0, run.stderr
+    assert run.json("rank0")["meta_params"] == 0
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"data_parallel_size": 0}, "data_parallel_size=0): give an int >= 1 or 'auto'"),
+    ({"tensor_parallel_size": "two"}, "tensor_parallel_size='two'): give an int"),
+])
+def test_bad_sizes_are_refused_at_construction(kwargs, message):
+    from fulmen_strategies import ModelParallelStrategy
+
+    with pytest.raises(ConfigurationError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        ModelParallelStrategy(**kwargs)
+
+
+def test_a_mesh_that_does_not_fit_the_world_size_names_the_alternatives():
+    from fulmen_strategies import ModelParallelStrategy
+
+    lite = fulmen.Lite(accelerator="cpu", devices=4, strategy=ModelParallelStrategy(
+        data_parallel_size=3, tensor_parallel_size=2))
+    with pytest.raises(ConfigurationError, match="on 4 processes: the product") as info:
+        lite.strategy.mesh_shape()
+    assert "data_parallel_size=2, tensor_parallel_size=2" in str(info.value)
+
+
+def test_auto_follows_lightning_one_data_parallel_group_per_node():
+    lite = fulmen.Lite(accelerator="cpu", devices=4, strategy="model_parallel")
+    assert lite.strategy.name == "model_parallel"
+    assert lite.strategy.mesh_shape() == (1, 4)
