@@ -75,7 +75,7 @@ def test_pipe_output_and_gradients_equal_the_unsplit_model(checkpoint):
         balance=[2, 3], chunks=4, checkpoint=checkpoint))
     out, grads, pipe = lite.launch(run)
     assert pipe is not None and [len(p) for p in pipe.partitions] == [2, 3]
-    assert torch.equal(out, expected.detach())
+    assert torch.allclose(out, expected.detach(), atol=1e-6)  # chunks change BLAS blocking
     for got, want in zip(grads, [p.grad for p in plain.parameters()]):
         assert torch.allclose(got, want, atol=1e-6)
 
