@@ -58,6 +58,17 @@ def test_a_model_built_on_the_meta_device_is_materialised_shard_by_shard(run_scr
     assert run.json("rank0")["meta_params"] == 0
 
 
+@pytest.mark.timeout(300)
+def test_activation_checkpointing_with_tensor_parallel_keeps_the_result(run_script):
+    reference = run_script("model_parallel_lite.py", "--devices", "1")
+    run = run_script("model_parallel_lite.py", "--devices", "2", "--dp", "1", "--tp", "2",
+                     "--ac", env={"OMP_NUM_THREADS": "1"})
+    assert run.returncode == 0, run.stderr
+    assert same_weights(run.json("rank1")["weights"], reference.json("rank0")["weights"])
+    assert reference.json("rank0")["w1_forward_calls"] == 8  # 2 epochs x 4 batches
+    assert run.json("rank1")["w1_forward_calls"] == 16  # recomputed in every backward
+
+
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"data_parallel_size": 0}, "data_parallel_size=0): give an int >= 1 or 'auto'"),
     ({"tensor_parallel_size": "two"}, "tensor_parallel_size='two'): give an int"),

@@ -16,10 +16,18 @@ from torch.utils.data import DataLoader
 import fulmen
 
 
+class Counting(torch.nn.Linear):
+    calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        Counting.calls += 1
+        return super().forward(x)
+
+
 class MLP(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.w1 = torch.nn.Linear(8, 16)
+        self.w1 = Counting(8, 16)
         self.w2 = torch.nn.Linear(16, 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -49,12 +57,13 @@ def main() -> None:
     parser.add_argument("--dp", default="auto")
     parser.add_argument("--tp", default="auto")
     parser.add_argument("--meta", action="store_true")
+    parser.add_argument("--ac", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.devices == 1:
         lite = fulmen.Lite(accelerator="cpu", devices=1)
     else:
-        strategy = fulmen_strategy(size(args.dp), size(args.tp))
+        strategy = fulmen_strategy(size(args.dp), size(args.tp), args.ac)
         lite = fulmen.Lite(accelerator="cpu", devices=args.devices, strategy=strategy)
     lite.launch(run, args)
 
@@ -63,11 +72,12 @@ def size(value: str) -> int | str:
     return value if value == "auto" else int(value)
 
 
-def fulmen_strategy(dp, tp):
+def fulmen_strategy(dp, tp, checkpointing):
     from fulmen_strategies import ModelParallelStrategy
 
     return ModelParallelStrategy(parallelize_fn=parallelize, data_parallel_size=dp,
-                                 tensor_parallel_size=tp)
+                                 tensor_parallel_size=tp, activation_checkpointing_policy={
+                                     Counting} if checkpointing else None)
 
 
 def run(lite: fulmen.Lite, args) -> None:
@@ -100,8 +110,8 @@ def run(lite: fulmen.Lite, args) -> None:
     total = lite.all_reduce(torch.tensor(1.0), reduce_op="sum")
     Path(args.out, f"rank{rank}.json").write_text(json.dumps({
         "weights": {k: v.tolist() for k, v in state.items()}, "seen": seen,
-        "mean": float(mean), "sum": float(total), "meta_params": sum(
-            p.is_meta for p in model.parameters())}))
+        "mean": float(mean), "sum": float(total), "w1_forward_calls": Counting.calls,
+        "meta_params": sum(p.is_meta for p in model.parameters())}))
 
 
 if __name__ == "__main__":

@@ -10,10 +10,11 @@ The strategy builds ``device_mesh`` with Lightning's dimension names, ``("data_p
 data-parallel group per node, tensor parallelism across the devices of a node) or ints whose
 product is the world size. Data is sharded over the data-parallel dimension only: the ranks of a
 tensor-parallel group see the same batches. ``reduce`` (and so ``self.log(sync_dist=True)``)
-reduces over the data-parallel group. Modules created on the meta device are materialised on
-each rank after parallelising (``to_empty`` + ``reset_parameters``), so no rank ever holds the
-whole model. Checkpoints: a ``torch.distributed.checkpoint`` directory written by every rank
-(``save_distributed_checkpoint=True``), or one full file from rank 0.
+reduces over the data-parallel group. ``activation_checkpointing_policy``: module classes (or
+a predicate) whose activations are recomputed in backward. Modules created on the meta device
+are materialised on each rank after parallelising (``to_empty`` + ``reset_parameters``), so no
+rank ever holds the whole model. Checkpoints: a ``torch.distributed.checkpoint`` directory
+written by every rank (``save_distributed_checkpoint=True``), or one full file from rank 0.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import torch
 import torch.distributed as dist
 
 from fulmen import ConfigurationError
+from fulmen_strategies import activation_checkpointing as ac
 from fulmen_strategies import samplers
 from fulmen_strategies.fsdp.strategy import FSDPStrategy
 
@@ -39,6 +41,7 @@ class ModelParallelStrategy(FSDPStrategy):
                  None = None, data_parallel_size: int | str = "auto",
                  tensor_parallel_size: int | str = "auto",
                  save_distributed_checkpoint: bool = True,
+                 activation_checkpointing_policy: ac.Policy | None = None,
                  process_group_backend: str | None = None,
                  timeout: float | timedelta | None = None) -> None:
         super().__init__(state_dict_type="sharded" if save_distributed_checkpoint else "full",
@@ -50,6 +53,9 @@ class ModelParallelStrategy(FSDPStrategy):
                 raise ConfigurationError(f"ModelParallelStrategy({name}={value!r}): give an "
                                          "int >= 1 or 'auto'")
         self.parallelize_fn = parallelize_fn
+        self.activation_checkpointing_policy = activation_checkpointing_policy
+        self._checkpointed = ac.check_policy("ModelParallelStrategy",
+                                             activation_checkpointing_policy)
         self.data_parallel_size = data_parallel_size
         self.tensor_parallel_size = tensor_parallel_size
         self.save_distributed_checkpoint = save_distributed_checkpoint
@@ -99,6 +105,7 @@ class ModelParallelStrategy(FSDPStrategy):
     # ------------------------------------------------------------------ the model
 
     def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
+        ac.apply(module, self._checkpointed)  # keeps names: parallelize_module still finds them
         if self.parallelize_fn is not None and not _is_parallelized(module):
             module = self.parallelize_fn(module, self.device_mesh)
             if not isinstance(module, torch.nn.Module):
