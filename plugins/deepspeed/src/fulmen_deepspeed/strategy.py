@@ -74,8 +74,9 @@ class DeepSpeedStrategy(ParallelStrategy):
                  = None, offload_device: str = "cpu", nvme_path: str | None = None,
                  logging_level: int = logging.WARNING,
                  process_group_backend: str | None = None,
-                 timeout: float | timedelta | None = None) -> None:
-        super().__init__(process_group_backend, timeout)
+                 timeout: float | timedelta | None = None,
+                 rendezvous_timeout: float | timedelta | None = None) -> None:
+        super().__init__(process_group_backend, timeout, rendezvous_timeout)
         options = ds_config.read_config(config)
         zero = options.zero_optimization
         given = "stage" in zero.model_fields_set

@@ -44,8 +44,9 @@ class DDPStrategy(ParallelStrategy):
     def __init__(self, start_method: str = "popen", find_unused_parameters: bool = False,
                  static_graph: bool = False, gradient_as_bucket_view: bool = False,
                  process_group_backend: str | None = None,
-                 timeout: float | timedelta | None = None, **ddp_kwargs: Any) -> None:
-        super().__init__(process_group_backend, timeout)
+                 timeout: float | timedelta | None = None,
+                 rendezvous_timeout: float | timedelta | None = None, **ddp_kwargs: Any) -> None:
+        super().__init__(process_group_backend, timeout, rendezvous_timeout)
         if start_method not in START_METHODS:
             raise ConfigurationError(
                 f"{type(self).__name__}(start_method={start_method!r}): use one of "

@@ -29,8 +29,9 @@ class FSDPStrategy(ParallelStrategy):
     def __init__(self, auto_wrap_policy: Iterable[type | str] | None = None,
                  cpu_offload: bool = False, reshard_after_forward: bool = True,
                  state_dict_type: str = "full", process_group_backend: str | None = None,
-                 timeout: float | timedelta | None = None) -> None:
-        super().__init__(process_group_backend, timeout)
+                 timeout: float | timedelta | None = None,
+                 rendezvous_timeout: float | timedelta | None = None) -> None:
+        super().__init__(process_group_backend, timeout, rendezvous_timeout)
         if state_dict_type not in ("full", "sharded"):
             raise ConfigurationError(f"FSDPStrategy(state_dict_type={state_dict_type!r}): use "
                                      "'full' (one file) or 'sharded' (a directory per save)")

@@ -56,9 +56,10 @@ class ShardedDDPStrategy(DDPStrategy):
                  reduce_buffer_size: int = 0, auto_refresh_trainable: bool = True,
                  reduce_fp16: bool = False, broadcast_fp16: bool = False,
                  process_group_backend: str | None = None,
-                 timeout: float | timedelta | None = None) -> None:
+                 timeout: float | timedelta | None = None,
+                 rendezvous_timeout: float | timedelta | None = None) -> None:
         super().__init__(start_method=start_method, process_group_backend=process_group_backend,
-                         timeout=timeout)
+                         timeout=timeout, rendezvous_timeout=rendezvous_timeout)
         self.sdp_kwargs = {"broadcast_buffers": broadcast_buffers,
                            "reduce_buffer_size": reduce_buffer_size,
                            "auto_refresh_trainable": auto_refresh_trainable,
