@@ -271,13 +271,13 @@ def test_lite_composes_the_same_way(fake_hardware):
 
 
 def test_an_instance_of_a_registered_class_gets_the_matching_record(fake_dists):
-    """Name and launcher come from the most specific record the instance's attributes match; a
-    user's subclass keeps its own name."""
+    """An instance names itself after the registered name its arguments select (its public
+    ``name``), its launcher comes from the strategy; a user's subclass keeps its own name."""
     from fulmen_strategies.ddp.strategy import DDPStrategy
 
     cases = [(DDPStrategy(), "ddp", "ScriptLauncher"),
-             (DDPStrategy(start_method="spawn", find_unused_parameters=True), "ddp_spawn",
-              "MultiprocessingLauncher"),
+             (DDPStrategy(start_method="spawn", find_unused_parameters=True),
+              "ddp_spawn_find_unused_parameters_true", "MultiprocessingLauncher"),
              (DDPStrategy(start_method="fork"), "ddp_fork", "MultiprocessingLauncher")]
     for instance, name, launcher in cases:
         selection = compose(accelerator="cpu", devices=2, strategy=instance)

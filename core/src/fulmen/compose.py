@@ -65,10 +65,7 @@ class _Composer:
     def pick(self, kind: str, value: Any, argument: str) -> tuple[Entry | None, Any]:
         """(record entry, instance or None); an error is noted and (None, None) returned."""
         if isinstance(value, BASES[kind]):
-            entry = self.catalog.find_for_instance(kind, value)
-            if entry is not None and entry.record.target_path == _path(type(value)):
-                value.name = entry.name  # type: ignore[attr-defined]  # its registered name
-            return entry, value
+            return self.catalog.find_for_instance(kind, value), value
         if isinstance(value, str | int) and not isinstance(value, bool):
             try:
                 entry = self.catalog.select(kind, value, argument)
@@ -283,10 +280,6 @@ def _create_launcher(strategy: Strategy, entry: Entry | None) -> Launcher | None
             "(torchrun, srun...), use devices=1, or have create_launcher() return a launcher "
             "(e.g. fulmen_strategies.launchers.ScriptLauncher(self)).")
     return launcher
-
-
-def _path(cls: type) -> str:
-    return f"{cls.__module__}:{cls.__qualname__}"
 
 
 def _available(entry: Entry) -> bool:

@@ -84,8 +84,6 @@ class ParallelStrategy(Strategy):
                 world_size=self.world_size, attempt=env.restart_count(),
                 rendezvous_timeout=self.rendezvous_timeout, timeout=self.timeout,
                 owner=self.name)
-            if env.restart_count():  # a restarted job may meet its previous attempt's keys
-                store = dist.PrefixStore(f"fulmen/restart{env.restart_count()}", store)
             dist.init_process_group(self.backend, store=store, rank=self.global_rank,
                                     world_size=self.world_size, timeout=self.timeout)
             atexit.register(_destroy_group)

@@ -18,6 +18,12 @@ from fulmen.errors import ConfigurationError, RendezvousError
 
 DEFAULT_SECONDS = 60.0
 ENV_VARIABLE = "FULMEN_RENDEZVOUS_TIMEOUT"
+_joined: dict[str, dist.Store] = {}
+
+
+def group_store() -> dist.Store | None:
+    """The store of the process group this process joined through :func:`join`, or None."""
+    return _joined.get("store")
 
 
 def resolve_timeout(given: float | timedelta | None, owner: str) -> timedelta:
@@ -42,7 +48,8 @@ def resolve_timeout(given: float | timedelta | None, owner: str) -> timedelta:
 def join(*, address: str, port: int, rank: int, world_size: int, attempt: int,
          rendezvous_timeout: timedelta, timeout: timedelta, owner: str) -> dist.Store:
     """The store every rank of this group reached within ``rendezvous_timeout``; afterwards its
-    operations wait up to ``timeout`` (the collective timeout). ``owner`` names the strategy."""
+    operations wait up to ``timeout`` (the collective timeout). ``attempt``: the scheduler's
+    restart count (keys are prefixed by it). ``owner`` names the strategy."""
     seconds = rendezvous_timeout.total_seconds()
     where = f"{address}:{port}"
     tips = (f"Check that all {world_size} processes were started (devices x num_nodes must "
@@ -79,4 +86,7 @@ def join(*, address: str, port: int, rank: int, world_size: int, attempt: int,
                               f"process group at {where} timed out after {seconds:g} s: "
                               f"{state}. {tips}") from exc
     store.set_timeout(timeout)
+    if attempt:  # a restarted job may meet its previous attempt's keys
+        store = dist.PrefixStore(f"fulmen/restart{attempt}", store)
+    _joined["store"] = store
     return store

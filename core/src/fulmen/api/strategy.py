@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from fulmen.api.naming import Named
+from fulmen.api.run_config import RunConfig
 
 if TYPE_CHECKING:
     import torch
@@ -51,6 +52,8 @@ class Strategy(Named, ABC):
         self.parallel_devices: list[torch.device] = []
         self.num_nodes = 1
         self.sync_batchnorm = False  # set by the Trainer; parallel strategies convert layers
+        #: The run flags of the Trainer or Lite running this strategy (see ``RunConfig``).
+        self.run_config = RunConfig()
         self.module: torch.nn.Module | None = None  # the user's module, unwrapped
         self.model: torch.nn.Module | None = None  # what forward/step calls go through
 

@@ -5,6 +5,8 @@
 (``ddp_notebook`` is what ``strategy="auto"`` picks in a notebook).
 """
 
+import sys
+
 from fulmen import StrategySpec, hookimpl
 
 _TARGET = "fulmen_strategies.ddp.strategy:DDPStrategy"
@@ -43,7 +45,9 @@ def fulmen_default_strategy(accelerator, num_devices, num_nodes, interactive):
 def fulmen_check_selection(selection):
     """A job whose processes already exist must match what devices x num_nodes asks for."""
     strategy, env = selection.strategy, selection.environment
-    if not env.creates_processes_externally or not hasattr(strategy, "start_method"):
+    parallel = sys.modules.get("fulmen_strategies.parallel")  # imported if one was selected
+    if not env.creates_processes_externally or parallel is None or not isinstance(
+            strategy, parallel.ParallelStrategy):
         return None
     expected = strategy.processes_per_node * selection.num_nodes
     actual = env.world_size()

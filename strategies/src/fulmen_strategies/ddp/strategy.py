@@ -41,6 +41,8 @@ class DDPStrategy(ParallelStrategy):
     ``torch.nn.parallel.DistributedDataParallel``.
     """
 
+    name = "ddp"
+
     def __init__(self, start_method: str = "popen", find_unused_parameters: bool = False,
                  static_graph: bool = False, gradient_as_bucket_view: bool = False,
                  process_group_backend: str | None = None,
@@ -52,6 +54,9 @@ class DDPStrategy(ParallelStrategy):
                 f"{type(self).__name__}(start_method={start_method!r}): use one of "
                 f"{', '.join(map(repr, START_METHODS))} ('popen' re-runs the script per process)")
         self.start_method = start_method
+        if type(self).name == DDPStrategy.name:  # the registered name these arguments select
+            self.name = "ddp" + {"popen": "", "spawn": "_spawn", "fork": "_fork"}[start_method] \
+                + ("_find_unused_parameters_true" if find_unused_parameters else "")
         self.ddp_kwargs = {"find_unused_parameters": find_unused_parameters,
                            "static_graph": static_graph,
                            "gradient_as_bucket_view": gradient_as_bucket_view, **ddp_kwargs}
