@@ -75,21 +75,19 @@ class Catalog:
     def is_deprecated_alias(self, entry: Entry, given: object) -> bool:
         return str(given).strip().lower() in entry.record.deprecated_aliases
 
-    def find_for_instance(self, kind: str, instance: object) -> Entry | None:
-        """The record behind an instance: by its ``name``, else by its class (or a base class)
-        and the ``init_kwargs`` its attributes match — the most specific such record
-        (``DDPStrategy(start_method="spawn")`` → ``ddp_spawn``, with ddp_spawn's launcher)."""
-        paths = {f"{c.__module__}:{c.__qualname__}" for c in type(instance).__mro__}
-        entry = self.find(kind, getattr(instance, "name", None))
+    def find_for_instance(self, kind: str, instance: Any) -> Entry | None:
+        """The record behind an instance: the one its public ``name`` selects when that record's
+        target is the instance's class or a base of it (``DDPStrategy(start_method="spawn")``
+        is named ``ddp_spawn``); else the record of its nearest registered class with the fewest
+        ``init_kwargs`` (a user's subclass is checked against its base's facts)."""
+        paths = [f"{c.__module__}:{c.__qualname__}" for c in type(instance).__mro__]
+        entry = self.find(kind, instance.name)
         if entry is not None and entry.record.target_path in paths:
             return entry
-        missing = object()
-        for cls in type(instance).__mro__:
-            path = f"{cls.__module__}:{cls.__qualname__}"
-            matches = [c for c in self._entries[kind] if c.record.target_path == path and all(
-                getattr(instance, k, missing) == v for k, v in c.record.init_kwargs.items())]
-            if matches:  # most init_kwargs matched first; ties: the shorter (base) name
-                return min(matches, key=lambda c: (-len(c.record.init_kwargs), len(c.name)))
+        for path in paths:
+            matches = [c for c in self._entries[kind] if c.record.target_path == path]
+            if matches:
+                return min(matches, key=lambda c: (len(c.record.init_kwargs), len(c.name)))
         return None
 
     def select(self, kind: str, given: object, argument: str | None = None) -> Entry:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from fulmen.api.launcher import LaunchOwner
 from fulmen.compose import Selection, compose
 from fulmen.legacy import translate_selection
 from fulmen.manager import get_plugin_manager
@@ -27,8 +28,9 @@ def select(owner: str, *, accelerator: Any, strategy: Any, devices: Any, num_nod
                    num_nodes=num_nodes, precision=precision, plugins=plugins)
 
 
-class SelectionReport:
-    """Read-only view of the composed selection (``trainer.strategy``, ``.world_size``...)."""
+class SelectionReport(LaunchOwner):
+    """Read-only view of the composed selection (``trainer.strategy``, ``.world_size``...);
+    a ``LaunchOwner`` that hands nothing back unless the subclass says what."""
 
     _selection: Selection
 

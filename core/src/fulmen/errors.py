@@ -42,3 +42,8 @@ def format_choices(choices: Iterable[str]) -> str:
     """Sorted, quoted, comma-separated choices (``'cpu', 'cuda'``) or ``(none)``."""
     items = sorted({str(c) for c in choices})
     return ", ".join(repr(c) for c in items) if items else "(none)"
+
+
+class RendezvousError(FulmenError, TimeoutError):
+    """The processes of a run did not all join the process group within the rendezvous timeout;
+    the message names the missing ranks, the address and port, and what to check."""

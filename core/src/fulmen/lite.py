@@ -94,12 +94,6 @@ class Lite(SelectionReport):
             self.strategy.on_exception(exc)
             raise
 
-    def _spawn_state(self) -> dict[str, Any]:
-        return {}
-
-    def _load_spawn_state(self, state: dict[str, Any]) -> None:
-        pass
-
     def _require_launched(self, call: str) -> None:
         if not self._launched:
             raise FulmenError(f"lite.{call}() was called before the processes started; call it "

@@ -18,6 +18,7 @@ import torch
 import torch.distributed as dist
 
 from fulmen import ConfigurationError, FulmenError
+from fulmen_strategies import rendezvous
 
 
 class CollectiveMismatchError(FulmenError):
@@ -49,7 +50,11 @@ def _check(kind: str, tensor: torch.Tensor | None = None) -> None:
     shape = tuple(tensor.shape) if tensor is not None else ()
     dtype = str(tensor.dtype) if tensor is not None else ""
     mine = f"{kind}|{shape}|{dtype}|{_call_site()}"
-    store = dist.distributed_c10d._get_default_store()
+    store = rendezvous.group_store()
+    if store is None:
+        raise FulmenError("FULMEN_DEBUG_DISTRIBUTED=1 checks collectives through the store of "
+                          "the process group fulmen joined; this process group was created "
+                          "elsewhere. Unset FULMEN_DEBUG_DISTRIBUTED")
     timeout = float(os.environ.get("FULMEN_DEBUG_TIMEOUT", "60"))
     store.set(f"fulmen/collective/{seq}/{rank}", mine)
     keys = [f"fulmen/collective/{seq}/{r}" for r in range(world)]

@@ -16,8 +16,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from fulmen import Strategy
-from fulmen_strategies import collectives, samplers
+from fulmen import Launcher, Strategy
+from fulmen_strategies import collectives, rendezvous, samplers
 
 _OPS = {"sum": "SUM", "max": "MAX", "min": "MIN", "mean": "SUM"}
 
@@ -27,15 +27,21 @@ class ParallelStrategy(Strategy):
 
     ``process_group_backend``: ``"gloo"`` on CPU and ``"nccl"`` on CUDA unless given.
     ``timeout``: how long a collective may wait for the other ranks (seconds or a timedelta).
+    ``rendezvous_timeout``: how long joining the process group may wait for every rank to
+    arrive (seconds or a timedelta; default ``FULMEN_RENDEZVOUS_TIMEOUT`` or 60 s). A rank that
+    does not arrive is a ``fulmen.errors.RendezvousError`` naming it.
     """
 
     def __init__(self, process_group_backend: str | None = None,
-                 timeout: float | timedelta | None = None) -> None:
+                 timeout: float | timedelta | None = None,
+                 rendezvous_timeout: float | timedelta | None = None) -> None:
         super().__init__()
         self.process_group_backend = process_group_backend
         if isinstance(timeout, int | float):
             timeout = timedelta(seconds=timeout)
         self.timeout = timeout or timedelta(minutes=30)
+        self.rendezvous_timeout = rendezvous.resolve_timeout(rendezvous_timeout,
+                                                             type(self).__name__)
         self.sync_batchnorm = False
 
     # ------------------------------------------------------------------ layout
@@ -55,6 +61,17 @@ class ParallelStrategy(Strategy):
             return self.process_group_backend
         return "nccl" if self.root_device.type == "cuda" else "gloo"
 
+    # ------------------------------------------------------------------ processes
+
+    def create_launcher(self) -> Launcher | None:
+        """``ScriptLauncher`` (re-runs the script once per extra local process), unless the
+        cluster environment started the processes already."""
+        if self.cluster_environment.creates_processes_externally:
+            return None
+        from fulmen_strategies.launchers.script import ScriptLauncher
+
+        return ScriptLauncher(self)
+
     # ------------------------------------------------------------------ process group
 
     def setup_environment(self) -> None:
@@ -62,13 +79,13 @@ class ParallelStrategy(Strategy):
         if self.distributed and not dist.is_initialized():
             os.environ["MASTER_ADDR"] = env.main_address
             os.environ["MASTER_PORT"] = str(env.main_port)
-            store: dict[str, Any] = {}
-            if env.restart_count():  # a restarted job may meet its previous attempt's keys
-                base, _, _ = next(dist.rendezvous("env://", self.global_rank, self.world_size,
-                                                  timeout=self.timeout))
-                store["store"] = dist.PrefixStore(f"fulmen/restart{env.restart_count()}", base)
-            dist.init_process_group(self.backend, rank=self.global_rank,
-                                    world_size=self.world_size, timeout=self.timeout, **store)
+            store = rendezvous.join(
+                address=env.main_address, port=env.main_port, rank=self.global_rank,
+                world_size=self.world_size, attempt=env.restart_count(),
+                rendezvous_timeout=self.rendezvous_timeout, timeout=self.timeout,
+                owner=self.name)
+            dist.init_process_group(self.backend, store=store, rank=self.global_rank,
+                                    world_size=self.world_size, timeout=self.timeout)
             atexit.register(_destroy_group)
         super().setup_environment()
 

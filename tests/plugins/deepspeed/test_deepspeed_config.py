@@ -152,14 +152,19 @@ def test_contradictions_name_both_settings(user: dict[str, Any], flags: dict[str
         fill(read_config(user), **options)
 
 
-def test_the_strategy_reads_the_flags_of_the_trainer_running_the_module() -> None:
+def test_the_strategy_reads_the_run_flags_the_trainer_hands_it() -> None:
+    """The flags come through the public ``strategy.run_config`` (set by the Trainer before it
+    sets the module up; tests/core/test_contracts.py checks that it does)."""
+    from fulmen.api import RunConfig
+
     t = trainer(strategy=DeepSpeedStrategy(config={"gradient_accumulation_steps": 4}),
                 accumulate_grad_batches=2)
-    module = torch.nn.Linear(2, 2)
-    module._trainer = t  # what Trainer.fit sets before the strategy sets the module up
-    t.strategy.setup_module(module)
-    with pytest.raises(ConfigurationError, match=r"accumulate_grad_batches=2"):
+    t.strategy.run_config = RunConfig("Trainer", accumulate_grad_batches=2)
+    t.strategy.setup_module(torch.nn.Linear(2, 2))
+    with pytest.raises(ConfigurationError, match=r"Trainer\(accumulate_grad_batches=2\)"):
         t.strategy.deepspeed_config()
+    t.strategy.run_config = RunConfig()  # Lite: the config decides
+    assert t.strategy.deepspeed_config()["gradient_accumulation_steps"] == 4
 
 
 def test_clipping_by_hand_is_refused_with_the_setting_to_use() -> None:

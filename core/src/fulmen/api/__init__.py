@@ -3,9 +3,10 @@
 from fulmen.api.accelerator import Accelerator
 from fulmen.api.checkpoint_io import CheckpointIO, TorchCheckpointIO
 from fulmen.api.environment import ClusterEnvironment
-from fulmen.api.launcher import Launcher
+from fulmen.api.launcher import Launcher, LaunchOwner
 from fulmen.api.precision import Precision
+from fulmen.api.run_config import RunConfig
 from fulmen.api.strategy import Strategy
 
-__all__ = ["Accelerator", "CheckpointIO", "ClusterEnvironment", "Launcher", "Precision",
-           "Strategy", "TorchCheckpointIO"]
+__all__ = ["Accelerator", "CheckpointIO", "ClusterEnvironment", "LaunchOwner", "Launcher",
+           "Precision", "RunConfig", "Strategy", "TorchCheckpointIO"]

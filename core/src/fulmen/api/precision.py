@@ -17,9 +17,36 @@ if TYPE_CHECKING:
 
 
 class Precision(Named):
-    """32-bit float precision; the base every precision backend extends."""
+    """32-bit float precision; the base every precision backend extends.
+
+    What strategies may read (the contract): ``param_dtype``, ``compute_dtype``, ``scaler`` and
+    ``scales_loss`` below, and every method.
+    """
 
     device_type: str = "cpu"
+    #: The loss scaler ``backward`` multiplies the loss with (a ``torch.amp.GradScaler`` for
+    #: ``16-mixed``), or None. A strategy that shards gradients may replace it, before the first
+    #: step, with a compatible scaler (``scale``, ``unscale_``, ``step``, ``update``,
+    #: ``state_dict``), e.g. FairScale's ``ShardedGradScaler``.
+    scaler: Any = None
+
+    @property
+    def param_dtype(self) -> torch.dtype | None:
+        """The dtype ``convert_module`` gives the parameters (``bf16-true``: bfloat16); None when
+        they stay as they are (float32, also under mixed precision)."""
+        return None
+
+    @property
+    def compute_dtype(self) -> torch.dtype | None:
+        """The dtype forward math runs in (``bf16-mixed``: bfloat16 through autocast); None when
+        it is the parameters' dtype."""
+        return None
+
+    @property
+    def scales_loss(self) -> bool:
+        """Whether ``backward`` scales the loss, so gradients must be unscaled
+        (``unscale_gradients``) before they are clipped or inspected."""
+        return self.scaler is not None
 
     def connect(self, device_type: str) -> None:
         """Called once composition knows the accelerator's torch device type."""

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from fulmen.api import RunConfig
 from fulmen.callbacks.base import Callback
 from fulmen.connector import SelectionReport, select
 from fulmen.datamodule import DataModule
@@ -367,6 +368,9 @@ class Trainer(SelectionReport):
                 datamodule.setup(hook_stage)
             self._hooks("setup", hook_stage)
             self.strategy.sync_batchnorm = self.sync_batchnorm
+            self.strategy.run_config = RunConfig(  # the flags a strategy may need (a contract)
+                "Trainer", self.accumulate_grad_batches, self.gradient_clip_val,
+                self.gradient_clip_algorithm or "norm")
             self.strategy.setup_module(model)
             if stage == "fit":
                 self._configure_optimizers(model)
@@ -394,7 +398,7 @@ class Trainer(SelectionReport):
         self._teardown(hook_stage, failed=False)
         return result
 
-    def _spawn_state(self) -> dict[str, Any]:
+    def worker_state(self) -> dict[str, Any]:
         """What a spawned rank 0 sends back to the main process after a stage."""
         cb = self.checkpoint_callback
         module = self.module
@@ -407,7 +411,7 @@ class Trainer(SelectionReport):
             "checkpoint": cb.state_dict() if cb is not None else None,
         }
 
-    def _load_spawn_state(self, state: dict[str, Any]) -> None:
+    def load_worker_state(self, state: dict[str, Any]) -> None:
         if state["weights"] is not None and self.module is not None:
             self.module.load_state_dict(state["weights"])
         self._metrics = dict(state["callback_metrics"])

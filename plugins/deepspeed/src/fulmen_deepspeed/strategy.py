@@ -74,8 +74,9 @@ class DeepSpeedStrategy(ParallelStrategy):
                  = None, offload_device: str = "cpu", nvme_path: str | None = None,
                  logging_level: int = logging.WARNING,
                  process_group_backend: str | None = None,
-                 timeout: float | timedelta | None = None) -> None:
-        super().__init__(process_group_backend, timeout)
+                 timeout: float | timedelta | None = None,
+                 rendezvous_timeout: float | timedelta | None = None) -> None:
+        super().__init__(process_group_backend, timeout, rendezvous_timeout)
         options = ds_config.read_config(config)
         zero = options.zero_optimization
         given = "stage" in zero.model_fields_set
@@ -97,7 +98,6 @@ class DeepSpeedStrategy(ParallelStrategy):
         self.logging_level = logging_level
         self.engine: Any = None
         self._dispatcher: StepDispatcher | None = None
-        self._owner = "Trainer"
         self._batch_size_set = False
 
     @property
@@ -169,15 +169,13 @@ class DeepSpeedStrategy(ParallelStrategy):
         return [self.engine.optimizer]
 
     def _flags(self) -> dict[str, Any]:
-        """The Trainer's flags when a Trainer runs the module; Lite has none."""
-        trainer = getattr(self.module, "_trainer", None)
-        if trainer is None or not hasattr(trainer, "accumulate_grad_batches"):
-            self._owner = "Lite"
-            return {"owner": "Lite"}
-        self._owner = "Trainer"
-        return {"owner": "Trainer", "accumulate_grad_batches": trainer.accumulate_grad_batches,
-                "gradient_clip_val": trainer.gradient_clip_val,
-                "gradient_clip_algorithm": trainer.gradient_clip_algorithm}
+        """The run flags the Trainer handed over (``run_config``); Lite says none."""
+        run = self.run_config
+        if run.owner != "Trainer":
+            return {"owner": run.owner}
+        return {"owner": run.owner, "accumulate_grad_batches": run.accumulate_grad_batches,
+                "gradient_clip_val": run.gradient_clip_val,
+                "gradient_clip_algorithm": run.gradient_clip_algorithm}
 
     def deepspeed_config(self, batch_size: int | None = None) -> dict[str, Any]:
         """The config handed to the engine: the user's, filled from the Trainer's flags."""

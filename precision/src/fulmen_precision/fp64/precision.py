@@ -17,6 +17,14 @@ class Precision64(Precision):
 
     name = "64-true"
 
+    @property
+    def param_dtype(self) -> torch.dtype:
+        return torch.float64
+
+    @property
+    def compute_dtype(self) -> torch.dtype:
+        return torch.float64
+
     def convert_module(self, module: torch.nn.Module) -> torch.nn.Module:
         return module.double()
 

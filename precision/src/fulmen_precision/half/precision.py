@@ -19,6 +19,14 @@ class HalfPrecision(Precision):
         self.dtype = to_dtype(dtype, "HalfPrecision")
         self.name = "bf16-true" if self.dtype == torch.bfloat16 else "16-true"
 
+    @property
+    def param_dtype(self) -> torch.dtype:
+        return self.dtype
+
+    @property
+    def compute_dtype(self) -> torch.dtype:
+        return self.dtype
+
     def convert_module(self, module: torch.nn.Module) -> torch.nn.Module:
         return module.to(dtype=self.dtype)
 

@@ -26,6 +26,10 @@ class MixedPrecision(Precision):
         self.scaler = scaler
         self._unscaled: set[int] = set()
 
+    @property
+    def compute_dtype(self) -> torch.dtype:
+        return self.dtype
+
     def connect(self, device_type: str) -> None:
         super().connect(device_type)
         if self.dtype == torch.float16 and self.scaler is None:

@@ -10,7 +10,10 @@ from typing import Any
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
+from fulmen import ConfigurationError, Launcher
 from fulmen_strategies.parallel import ParallelStrategy
+
+START_METHODS = ("popen", "spawn", "fork")
 
 
 class StepDispatcher(torch.nn.Module):
@@ -38,15 +41,34 @@ class DDPStrategy(ParallelStrategy):
     ``torch.nn.parallel.DistributedDataParallel``.
     """
 
+    name = "ddp"
+
     def __init__(self, start_method: str = "popen", find_unused_parameters: bool = False,
                  static_graph: bool = False, gradient_as_bucket_view: bool = False,
                  process_group_backend: str | None = None,
-                 timeout: float | timedelta | None = None, **ddp_kwargs: Any) -> None:
-        super().__init__(process_group_backend, timeout)
+                 timeout: float | timedelta | None = None,
+                 rendezvous_timeout: float | timedelta | None = None, **ddp_kwargs: Any) -> None:
+        super().__init__(process_group_backend, timeout, rendezvous_timeout)
+        if start_method not in START_METHODS:
+            raise ConfigurationError(
+                f"{type(self).__name__}(start_method={start_method!r}): use one of "
+                f"{', '.join(map(repr, START_METHODS))} ('popen' re-runs the script per process)")
         self.start_method = start_method
+        if type(self).name == DDPStrategy.name:  # the registered name these arguments select
+            self.name = "ddp" + {"popen": "", "spawn": "_spawn", "fork": "_fork"}[start_method] \
+                + ("_find_unused_parameters_true" if find_unused_parameters else "")
         self.ddp_kwargs = {"find_unused_parameters": find_unused_parameters,
                            "static_graph": static_graph,
                            "gradient_as_bucket_view": gradient_as_bucket_view, **ddp_kwargs}
+
+    def create_launcher(self) -> Launcher | None:
+        """``start_method="popen"``: ``ScriptLauncher``; ``"spawn"``/``"fork"``:
+        ``MultiprocessingLauncher``; None when the cluster environment started the processes."""
+        if self.cluster_environment.creates_processes_externally or self.start_method == "popen":
+            return super().create_launcher()
+        from fulmen_strategies.launchers.multiprocessing import MultiprocessingLauncher
+
+        return MultiprocessingLauncher(self, start_method=self.start_method)
 
     def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
         if not self.distributed:

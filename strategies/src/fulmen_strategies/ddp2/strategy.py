@@ -19,6 +19,8 @@ from fulmen_strategies.parallel import ParallelStrategy
 
 
 class DDP2Strategy(OneProcessPerNode, ParallelStrategy):
+
+    name = "ddp2"
     def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
         local = self.data_parallel(module)
         return DistributedDataParallel(local) if self.distributed else local

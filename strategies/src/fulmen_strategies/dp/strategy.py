@@ -62,6 +62,8 @@ class OneProcessPerNode:
 class DataParallelStrategy(OneProcessPerNode, Strategy):
     """``torch.nn.DataParallel`` on every selected GPU of this process."""
 
+    name = "dp"
+
     def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
         return self.data_parallel(module)
 

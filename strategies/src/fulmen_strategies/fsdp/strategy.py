@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.distributed.tensor import DTensor
 
 from fulmen import ConfigurationError
 from fulmen_strategies.parallel import ParallelStrategy
@@ -26,11 +27,14 @@ _META = "meta.pt"
 
 
 class FSDPStrategy(ParallelStrategy):
+
+    name = "fsdp"
     def __init__(self, auto_wrap_policy: Iterable[type | str] | None = None,
                  cpu_offload: bool = False, reshard_after_forward: bool = True,
                  state_dict_type: str = "full", process_group_backend: str | None = None,
-                 timeout: float | timedelta | None = None) -> None:
-        super().__init__(process_group_backend, timeout)
+                 timeout: float | timedelta | None = None,
+                 rendezvous_timeout: float | timedelta | None = None) -> None:
+        super().__init__(process_group_backend, timeout, rendezvous_timeout)
         if state_dict_type not in ("full", "sharded"):
             raise ConfigurationError(f"FSDPStrategy(state_dict_type={state_dict_type!r}): use "
                                      "'full' (one file) or 'sharded' (a directory per save)")
@@ -45,11 +49,10 @@ class FSDPStrategy(ParallelStrategy):
     def _mixed_precision(self) -> Any:
         from torch.distributed.fsdp import MixedPrecisionPolicy
 
-        dtype = getattr(self.precision, "dtype", None)
-        if dtype is None or dtype == torch.float32:
+        dtype = self.precision.compute_dtype
+        if dtype is None or dtype in (torch.float32, torch.float64):
             return MixedPrecisionPolicy()
-        true_half = getattr(self.precision, "scaler", None) is None and not hasattr(
-            self.precision, "_unscaled")
+        true_half = self.precision.param_dtype == dtype  # else parameters stay float32
         return MixedPrecisionPolicy(param_dtype=dtype,
                                     reduce_dtype=dtype if true_half else torch.float32)
 
@@ -93,7 +96,7 @@ class FSDPStrategy(ParallelStrategy):
         self.precision.unscale_gradients(optimizer)
         params = [p for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
         norm = torch.nn.utils.get_total_norm([p.grad for p in params])
-        norm = norm.full_tensor() if hasattr(norm, "full_tensor") else norm
+        norm = norm.full_tensor() if isinstance(norm, DTensor) else norm
         torch.nn.utils.clip_grads_with_norm_(params, clip_val, norm)
         return norm
 
@@ -122,7 +125,7 @@ class FSDPStrategy(ParallelStrategy):
 
         target = module if module is not None else self.module
         assert target is not None
-        full = not any(hasattr(v, "device_mesh") for v in state.values())
+        full = not any(isinstance(v, DTensor) for v in state.values())
         return set_model_state_dict(target, state, options=StateDictOptions(
             full_state_dict=full, strict=strict))
 
@@ -158,7 +161,7 @@ class FSDPStrategy(ParallelStrategy):
         found: list[bool] = []
 
         def walk(obj: Any) -> None:
-            if hasattr(obj, "device_mesh"):
+            if isinstance(obj, DTensor):
                 found.append(True)
             elif isinstance(obj, dict):
                 for value in obj.values():

@@ -1,13 +1,14 @@
 """``MultiprocessingLauncher``: start workers with ``spawn`` or ``fork`` and come back.
 
 Rank 0's result and state (trained weights, metrics, best checkpoint path: whatever the
-function's owner returns from ``_spawn_state``) are written to a file the main process reads
-after every worker ended, then handed to the owner's ``_load_spawn_state``: the model object the
-user passed holds the trained weights afterwards.
+function's owner, a ``fulmen.api.LaunchOwner``, returns from ``worker_state()``) are written to
+a file the main process reads after every worker ended, then handed to the owner's
+``load_worker_state``: the model object the user passed holds the trained weights afterwards.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copyreg
 import io
 import multiprocessing
@@ -24,6 +25,7 @@ import torch
 import torch.multiprocessing as tmp
 
 from fulmen import ConfigurationError, Launcher
+from fulmen.api.launcher import launch_owner
 from fulmen_strategies.launchers.lifetime import own_session, stop
 
 
@@ -69,10 +71,11 @@ def find_unpicklable(obj: Any, path: str, depth: int = 0, seen: set[int] | None 
     elif isinstance(obj, list | tuple):
         children = [(f"{path}[{i}]", v) for i, v in enumerate(obj)]
     elif isinstance(obj, torch.nn.Module):
-        children = [(f"{path}.{k}", v) for k, v in obj._modules.items()]
+        children = [(f"{path}.{k}", v) for k, v in obj.named_children()]
         children += [(f"{path}.{k}", v) for k, v in vars(obj).items() if not k.startswith("_")]
-    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
-        children = [(f"{path}.{k}", v) for k, v in vars(obj).items()]
+    elif not isinstance(obj, type):
+        with contextlib.suppress(TypeError):  # objects without a __dict__ have no children
+            children = [(f"{path}.{k}", v) for k, v in vars(obj).items()]
     if depth < 8:
         for child_path, child in children:
             found = find_unpicklable(child, child_path, depth + 1, seen)
@@ -113,8 +116,8 @@ def _worker(local_rank: int, payload: bytes | tuple[Any, ...], env: dict[str, st
         sys.stderr.flush()
         raise
     if int(os.environ["RANK"]) == 0:
-        owner: Any = getattr(function, "__self__", None)
-        state = owner._spawn_state() if hasattr(owner, "_spawn_state") else None
+        owner = launch_owner(function)
+        state = owner.worker_state() if owner is not None else None
         buffer = io.BytesIO()
         torch.save({"result": result, "state": state}, buffer)
         tmp_path = result_path + ".tmp"
@@ -126,9 +129,12 @@ class MultiprocessingLauncher(Launcher):
     """``spawn`` (pickles the work; safe everywhere) or ``fork`` (no pickling; CPU or before
     CUDA is initialised, and where the platform has fork)."""
 
-    def __init__(self, strategy: Any) -> None:
+    def __init__(self, strategy: Any, start_method: str = "spawn") -> None:
         super().__init__(strategy)
-        self.start_method = getattr(strategy, "start_method", "spawn")
+        if start_method not in ("spawn", "fork"):
+            raise ConfigurationError(f"MultiprocessingLauncher(start_method={start_method!r}): "
+                                     "use 'spawn' or 'fork'")
+        self.start_method = start_method
 
     @property
     def is_interactive_compatible(self) -> bool:
@@ -147,8 +153,10 @@ class MultiprocessingLauncher(Launcher):
                     "(the children would crash). Restart the kernel and avoid touching CUDA "
                     "before fit, or use strategy='ddp_spawn'")
         else:
-            owner: Any = getattr(function, "__self__", None)
-            check_picklable(name, {**_named_args(args), "trainer": owner})
+            owner = launch_owner(function)
+            label = type(owner).__name__.lower() if owner is not None else "function"
+            check_picklable(name, {**_named_args(args),
+                                   label: owner if owner is not None else function})
         env = strategy.cluster_environment
         per_node = strategy.processes_per_node
         shared = {"MASTER_ADDR": env.main_address, "MASTER_PORT": str(env.main_port),
@@ -170,19 +178,19 @@ class MultiprocessingLauncher(Launcher):
                 raise
             with open(result_path, "rb") as handle:
                 package = torch.load(handle, weights_only=False)  # written by our own worker
-        owner = getattr(function, "__self__", None)
-        if package["state"] is not None and hasattr(owner, "_load_spawn_state"):
-            owner._load_spawn_state(package["state"])
+        owner = launch_owner(function)
+        if package["state"] is not None and owner is not None:
+            owner.load_worker_state(package["state"])
         return package["result"]
 
 
 def _named_args(args: tuple[Any, ...]) -> dict[str, Any]:
+    from fulmen import DataModule
+
     named: dict[str, Any] = {}
     for value in args:
-        kind = type(value).__mro__
-        label = ("model" if any(c.__name__ == "Module" and c.__module__ == "fulmen.module"
-                                for c in kind) else
-                 "datamodule" if any(c.__name__ == "DataModule" for c in kind) else None)
+        label = ("model" if isinstance(value, torch.nn.Module) else
+                 "datamodule" if isinstance(value, DataModule) else None)
         if label:
             named[label] = value
         elif isinstance(value, dict):

@@ -52,17 +52,19 @@ class ShardedDDPStrategy(DDPStrategy):
     a bucket size is refused on the CPU.
     """
 
+    name = "ddp_sharded"
+
     def __init__(self, start_method: str = "popen", broadcast_buffers: bool = True,
                  reduce_buffer_size: int = 0, auto_refresh_trainable: bool = True,
                  reduce_fp16: bool = False, broadcast_fp16: bool = False,
                  process_group_backend: str | None = None,
-                 timeout: float | timedelta | None = None) -> None:
+                 timeout: float | timedelta | None = None,
+                 rendezvous_timeout: float | timedelta | None = None) -> None:
         super().__init__(start_method=start_method, process_group_backend=process_group_backend,
-                         timeout=timeout)
-        if start_method not in ("popen", "spawn", "fork"):
-            raise ConfigurationError(f"ShardedDDPStrategy(start_method={start_method!r}): use "
-                                     "'popen' (ddp_sharded), 'spawn' (ddp_sharded_spawn) or "
-                                     "'fork'")
+                         timeout=timeout, rendezvous_timeout=rendezvous_timeout)
+        if type(self).name == ShardedDDPStrategy.name:  # the registered name of these arguments
+            self.name = "ddp_sharded" + {"popen": "", "spawn": "_spawn", "fork": "_fork"}[
+                start_method]
         self.sdp_kwargs = {"broadcast_buffers": broadcast_buffers,
                            "reduce_buffer_size": reduce_buffer_size,
                            "auto_refresh_trainable": auto_refresh_trainable,
@@ -84,11 +86,10 @@ class ShardedDDPStrategy(DDPStrategy):
 
     def setup_environment(self) -> None:
         super().setup_environment()
-        scaler = getattr(self.precision, "scaler", None)
+        scaler = self.precision.scaler
         if scaler is not None and self.distributed and not isinstance(scaler, ShardedGradScaler):
             # Each rank holds only its gradient shard: the inf/nan check must be agreed on.
-            self.precision.scaler = sharded_copy(  # type: ignore[attr-defined]
-                scaler, self.root_device.type)
+            self.precision.scaler = sharded_copy(scaler, self.root_device.type)
 
     # ------------------------------------------------------------------ wrapping
 

@@ -55,6 +55,8 @@ class PipeStrategy(SingleDeviceStrategy):
     deferred_batch_norm: batch-norm statistics over the whole batch, not per micro-batch.
     """
 
+    name = "pipe"
+
     def __init__(self, balance: Sequence[int] | None = None, chunks: int = 1,
                  checkpoint: str = "except_last", module_name: str | None = None,
                  deferred_batch_norm: bool = False) -> None:
