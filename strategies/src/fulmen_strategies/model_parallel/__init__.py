@@ -8,7 +8,6 @@ def fulmen_strategies():
     yield StrategySpec(
         name="model_parallel",
         target="fulmen_strategies.model_parallel.strategy:ModelParallelStrategy",
-        launcher="fulmen_strategies.launchers.script:ScriptLauncher",
         accelerators=["cpu", "cuda"],
         precisions=["32-true", "bf16-mixed", "bf16-true"],
         interactive=False,
