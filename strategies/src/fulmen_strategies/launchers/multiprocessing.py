@@ -27,6 +27,7 @@ import torch.multiprocessing as tmp
 from fulmen import ConfigurationError, Launcher
 from fulmen.api.launcher import launch_owner
 from fulmen_strategies.launchers.lifetime import own_session, stop
+from fulmen_strategies.launchers.threads import apply_in_process, thread_settings
 
 
 def _rebuild_generator(device: str, state: torch.Tensor) -> torch.Generator:
@@ -106,6 +107,7 @@ def _worker(local_rank: int, payload: bytes | tuple[Any, ...], env: dict[str, st
     own_session()  # torch.multiprocessing already has the worker die with the main process
     function, args, kwargs = pickle.loads(payload) if isinstance(payload, bytes) else payload
     os.environ.update(env)
+    apply_in_process(env)
     os.environ["LOCAL_RANK"] = str(local_rank)
     os.environ["RANK"] = str(int(env["NODE_RANK"]) * int(env["FULMEN_PER_NODE"]) + local_rank)
     try:
@@ -161,7 +163,8 @@ class MultiprocessingLauncher(Launcher):
         per_node = strategy.processes_per_node
         shared = {"MASTER_ADDR": env.main_address, "MASTER_PORT": str(env.main_port),
                   "WORLD_SIZE": str(per_node * strategy.num_nodes),
-                  "NODE_RANK": str(env.node_rank()), "FULMEN_PER_NODE": str(per_node)}
+                  "NODE_RANK": str(env.node_rank()), "FULMEN_PER_NODE": str(per_node),
+                  **thread_settings(per_node, name)}
         with tempfile.TemporaryDirectory(prefix="fulmen-spawn-") as folder:
             result_path = os.path.join(folder, "rank0.pt")
             payload: bytes | tuple[Any, ...] = (function, args, kwargs)

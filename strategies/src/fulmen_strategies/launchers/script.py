@@ -26,6 +26,7 @@ from typing import Any
 
 from fulmen import ConfigurationError, Launcher
 from fulmen_strategies.launchers.lifetime import die_with_parent, stop
+from fulmen_strategies.launchers.threads import apply_in_process, thread_settings
 
 LAUNCHED = "FULMEN_LAUNCHED"  # set in the processes a ScriptLauncher started (and in its own)
 
@@ -57,10 +58,12 @@ class ScriptLauncher(Launcher):
             return function(*args, **kwargs)
         per_node = strategy.processes_per_node
         node_rank = env.node_rank()
+        threads = thread_settings(per_node, strategy.name)
         shared = {"MASTER_ADDR": env.main_address, "MASTER_PORT": str(env.main_port),
                   "WORLD_SIZE": str(per_node * strategy.num_nodes), "NODE_RANK": str(node_rank),
-                  LAUNCHED: "1"}
+                  LAUNCHED: "1", **threads}
         os.environ.update(shared)
+        apply_in_process(threads)
         command = command_line()
         on_linux = sys.platform.startswith("linux")
         for local_rank in range(1, per_node):
