@@ -23,8 +23,9 @@ from typing import Any
 
 import torch
 import torch.multiprocessing as tmp
+from torch.multiprocessing.spawn import ProcessException
 
-from fulmen import ConfigurationError, Launcher
+from fulmen import ConfigurationError, FulmenError, Launcher
 from fulmen.api.launcher import launch_owner
 from fulmen_strategies.launchers.lifetime import own_session, stop
 from fulmen_strategies.launchers.threads import apply_in_process, thread_settings
@@ -155,6 +156,7 @@ class MultiprocessingLauncher(Launcher):
                     "(the children would crash). Restart the kernel and avoid touching CUDA "
                     "before fit, or use strategy='ddp_spawn'")
         else:
+            _refuse_unguarded_main(name)
             owner = launch_owner(function)
             label = type(owner).__name__.lower() if owner is not None else "function"
             check_picklable(name, {**_named_args(args),
@@ -176,7 +178,11 @@ class MultiprocessingLauncher(Launcher):
             try:
                 while not context.join():
                     pass
-            except BaseException:  # a worker failed (the others are stopped) or Ctrl-C here
+            except ProcessException as exc:  # a worker failed; the others are stopped
+                stop(context.processes)
+                raise FulmenError(f"strategy={name!r}: worker process {exc.error_index} failed; "
+                                  "its error is printed above") from None
+            except BaseException:  # Ctrl-C here
                 stop(context.processes)
                 raise
             with open(result_path, "rb") as handle:
@@ -185,6 +191,27 @@ class MultiprocessingLauncher(Launcher):
         if package["state"] is not None and owner is not None:
             owner.load_worker_state(package["state"])
         return package["result"]
+
+
+def _refuse_unguarded_main(strategy_name: str) -> None:
+    """In a spawned worker that is still importing the user's script (which has no
+    ``if __name__ == "__main__":`` guard), say so in a few lines instead of Python's
+    bootstrapping traceback, and end the worker."""
+    import inspect
+
+    frame = inspect.currentframe()
+    while frame is not None and frame.f_globals.get("__name__") != "__mp_main__":
+        frame = frame.f_back
+    if frame is None:
+        return
+    script = frame.f_globals.get("__file__", "your script")
+    sys.stderr.write(
+        f"fulmen: strategy={strategy_name!r} starts its workers by importing {script} again, and "
+        "its top level started training again.\nPut the code that trains under a main guard:\n\n"
+        "    if __name__ == \"__main__\":\n        trainer.fit(model, data)\n\n"
+        "or use strategy='ddp', which runs the script once per process instead.\n")
+    sys.stderr.flush()
+    os._exit(1)
 
 
 def _named_args(args: tuple[Any, ...]) -> dict[str, Any]:
