@@ -16,6 +16,7 @@ line and code.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -173,3 +174,36 @@ def test_the_walk_catches_what_it_must_and_allows_own_state() -> None:
     found = [(line, key) for _, line, key, _ in violations({"pkg/strategy.py": plugin})]
     assert sorted(found) == [(6, "_unscaled"), (7, "_trainer"),
                              (9, "hasattr(precision, 'scaler')")]
+
+
+def test_the_contracts_page_names_every_public_member_of_every_base_class() -> None:
+    """docs/plugin-contracts.md is the one page of contracts: a new public member of a base
+    class in fulmen.api must be documented there."""
+    import dataclasses
+
+    from fulmen.api import (
+        Accelerator,
+        CheckpointIO,
+        ClusterEnvironment,
+        Launcher,
+        LaunchOwner,
+        Precision,
+        RunConfig,
+        Strategy,
+    )
+
+    page = (ROOT / "docs" / "plugin-contracts.md").read_text()
+    instance_attributes = {"launcher", "parallel_devices", "num_nodes", "sync_batchnorm",
+                           "module", "model", "run_config"}  # set in Strategy.__init__
+    missing = []
+    for base in (Accelerator, Strategy, Precision, ClusterEnvironment, CheckpointIO, Launcher,
+                 LaunchOwner):
+        members = {n for n in (*vars(base), *getattr(base, "__annotations__", {}))
+                   if not n.startswith("_")}
+        if base is Strategy:
+            members |= instance_attributes
+        missing += [f"{base.__name__}.{n}" for n in sorted(members)
+                    if not re.search(rf"[`.]{n}\b", page)]
+    missing += [f"RunConfig.{f.name}" for f in dataclasses.fields(RunConfig)
+                if f"`{f.name}`" not in page]
+    assert not missing, f"docs/plugin-contracts.md does not document: {missing}"
