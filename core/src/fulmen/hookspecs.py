@@ -240,9 +240,10 @@ def fulmen_default_strategy(
     """
 
 
-HOOK_KINDS: dict[str, str] = {
-    "accelerator": "fulmen_accelerators",
-    "strategy": "fulmen_strategies",
-    "precision": "fulmen_precisions",
-    "environment": "fulmen_environments",
-}
+
+def __getattr__(name: str) -> object:
+    if name == "HOOK_KINDS":  # kind -> collect hook, from the one table (fulmen.kinds)
+        from fulmen.kinds import HOOKS
+
+        return HOOKS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

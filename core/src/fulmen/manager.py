@@ -34,7 +34,8 @@ import pluggy
 
 from fulmen import hookspecs
 from fulmen.errors import PluginError, PluginWarning, did_you_mean, format_choices
-from fulmen.hookspecs import ENTRY_POINT_GROUP, HOOK_KINDS, PROJECT
+from fulmen.hookspecs import ENTRY_POINT_GROUP, PROJECT
+from fulmen.kinds import HOOKS, RECORDS
 
 if TYPE_CHECKING:
     from fulmen.catalog import Catalog
@@ -247,7 +248,7 @@ class PluginManager:
         if wrapper or hookwrapper:
             return _guard_wrapper(function, lambda exc: self._fail(
                 info, f"raised in its {hook_name} hook wrapper", exc), calls, info.name, wrapper)
-        collects = hook_name in HOOK_KINDS.values() or hook_name == "fulmen_check_selection"
+        collects = hook_name in HOOKS.values() or hook_name == "fulmen_check_selection"
 
         @functools.wraps(function)
         def guarded(*args: Any, **kwargs: Any) -> Any:
@@ -306,17 +307,15 @@ class PluginManager:
         """Every registered name per kind, built once from the collect hooks."""
         if self._catalog is None:
             from fulmen.catalog import Catalog
-            from fulmen.records import SPEC_TYPES
-
             if self.problems:
                 raise PluginError("; ".join(self.problems))
             records: dict[str, list[tuple[str, Any]]] = {}
-            for kind, hook_name in HOOK_KINDS.items():
+            for kind, hook_name in HOOKS.items():
                 records[kind] = []
                 for plugin_name, item in self.collect(hook_name):
-                    if not isinstance(item, SPEC_TYPES[kind]):
+                    if not isinstance(item, RECORDS[kind]):
                         self._fail(self.plugins[plugin_name], f"yielded {item!r} from {hook_name},"
-                                   f" which expects {SPEC_TYPES[kind].__name__} records", None)
+                                   f" which expects {RECORDS[kind].__name__} records", None)
                         continue
                     records[kind].append((plugin_name, item))
             failed = {n for n, i in self.plugins.items() if i.status != ACTIVE}

@@ -193,7 +193,3 @@ class EnvironmentSpec(Spec):
 
     kind: ClassVar[str] = "environment"
 
-
-SPEC_TYPES: dict[str, type[Spec]] = {
-    cls.kind: cls for cls in (AcceleratorSpec, StrategySpec, PrecisionSpec, EnvironmentSpec)
-}
