@@ -346,3 +346,21 @@ def test_several_processes_and_no_launcher_fails_at_construction(fake_dists):
                        r"environment does not start processes either"):
         compose(accelerator="cpu", devices=2, strategy="odd")
     assert compose(accelerator="cpu", devices=1, strategy="odd").launcher is None
+
+
+def test_hints_for_missing_names_are_data(tmp_path):
+    """The kernel's hints come from known_plugins.json: no name or command is code."""
+    from fulmen import known_plugins
+
+    data = tmp_path / "known.json"
+    data.write_text('[{"distribution": "fulmen-npu", "entry_point": "npu", "kind": "accelerator",'
+                    ' "names": ["npu", "ascend"], "install": "pip install \'fulmen[npu]\'"},'
+                    ' {"distribution": "fulmen-x", "entry_point": "x", "kind": "strategy",'
+                    ' "names": ["x"]}]')
+    known = known_plugins.load(data)
+    assert known["accelerator"]["ascend"] == ("fulmen-npu", "npu", "pip install 'fulmen[npu]'")
+    assert known["strategy"]["x"].install == "pip install fulmen-x"
+    shipped = known_plugins.load()
+    assert "make" not in known_plugins.DATA.with_suffix(".py").read_text()
+    assert shipped["strategy"]["horovod"].install.startswith(
+        "build it with plugins/horovod/build-horovod.sh")

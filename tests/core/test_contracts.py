@@ -49,3 +49,12 @@ def test_each_precision_states_its_dtypes_and_loss_scaling(name, param, compute,
     precision = fulmen.Trainer(accelerator="cpu", precision=name, logger=False).precision_plugin
     assert (precision.param_dtype, precision.compute_dtype) == (param, compute)
     assert precision.scales_loss is scales and (precision.scaler is not None) is scales
+
+
+def test_setting_the_same_module_up_twice_returns_what_the_first_call_made():
+    strategy = fulmen.Trainer(accelerator="cpu", precision="bf16-true", logger=False).strategy
+    module = torch.nn.Linear(2, 2)
+    first = strategy.setup_module(module)
+    assert strategy.is_set_up(module) and not strategy.is_set_up(torch.nn.Linear(2, 2))
+    module.weight.data = module.weight.data.float()  # a second conversion would undo this
+    assert strategy.setup_module(module) is first and module.weight.dtype == torch.float32

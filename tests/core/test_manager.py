@@ -113,7 +113,9 @@ def test_a_wrong_record_type_fails_its_plugin(fake_dists):
         def fulmen_strategies():
             return [AcceleratorSpec(name="oops", target="x:y")]
         """})
-    with pytest.warns(PluginWarning, match="which expects StrategySpec records"):
+    with pytest.warns(PluginWarning, match=r"plugin 'wrongtype' \(fulmen-wrongtype 1.0\) yielded "
+                      r"AcceleratorSpec\(.*name='oops'.* from fulmen_strategies, which expects "
+                      "StrategySpec records"):
         fake_dists.reload().catalog()
 
 
@@ -215,3 +217,110 @@ def test_runtime_registration_joins_the_catalog(fake_dists):
     assert manager.catalog().select("environment", "runtime_env").plugin is info
     with pytest.raises(PluginError, match="a plugin named 'runtime' is already known"):
         manager.register(Plugin(), "runtime")
+
+
+# --------------------------------------------------------------------------- pluggy calls hooks
+
+
+def plugin(fake_dists, ep, source, dist=None):
+    module = fake_dists.unique(ep)
+    fake_dists.add(dist or f"fulmen-{ep}", {ep: module}, {module: source})
+    return module
+
+
+def test_a_hook_wrapper_sees_and_changes_the_result(fake_dists):
+    """New-style (wrapper=True) and old-style (hookwrapper=True) wrappers run, as pluggy
+    documents them."""
+    plugin(fake_dists, "wrapping", """
+        from fulmen import hookimpl
+
+        seen = []
+
+        @hookimpl(wrapper=True)
+        def fulmen_default_strategy(num_devices):
+            result = yield
+            seen.append(result)
+            return "my_choice" if num_devices == 7 else result
+
+        @hookimpl(hookwrapper=True)
+        def fulmen_detect_accelerator():
+            outcome = yield
+            seen.append(("detect", outcome.get_result()))
+        """)
+    manager = fake_dists.reload()
+    module = sys.modules[manager.plugins["wrapping"].value]
+    kwargs = {"accelerator": "cpu", "num_nodes": 1, "interactive": False}
+    assert manager.first_result("fulmen_default_strategy", num_devices=7, **kwargs)[0] == \
+        "my_choice"
+    assert manager.first_result("fulmen_default_strategy", num_devices=1, **kwargs) == (
+        "single_device", "single_device")
+    assert manager.first_result("fulmen_detect_accelerator")[0] == "cpu"
+    assert module.seen == ["ddp", "single_device", ("detect", "cpu")]  # 7 devices: ddp
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_a_hook_wrapper_that_raises_is_reported_and_the_others_keep_working(fake_dists, where):
+    plugin(fake_dists, "badwrap", f"""
+        from fulmen import hookimpl
+
+        @hookimpl(wrapper=True)
+        def fulmen_strategies():
+            if {where == "before"!r}:
+                raise ValueError("wrapper broke before")
+            result = yield
+            raise ValueError("wrapper broke after")
+        """)
+    manager = fake_dists.reload()
+    with pytest.warns(PluginWarning, match=rf"plugin 'badwrap' \(fulmen-badwrap 1.0\) raised in "
+                      rf"its fulmen_strategies hook wrapper: ValueError: wrapper broke {where}"):
+        catalog = manager.catalog()
+    assert manager.plugins["badwrap"].status == "failed"
+    assert catalog.find("strategy", "ddp") is not None
+
+
+def test_a_plugin_calling_sys_exit_while_imported_is_isolated(fake_dists, monkeypatch):
+    plugin(fake_dists, "exiter", "import sys\nsys.exit(3)\n")
+    strategy_plugin(fake_dists, "fulmen-fine", "fine", "fine_strategy")
+    with pytest.warns(PluginWarning, match=r"plugin 'exiter' \(fulmen-exiter 1.0\) called "
+                      r"sys.exit\(3\) while 'exiter_\d+' was imported; it is left out"):
+        manager = fake_dists.reload()
+    assert manager.plugins["exiter"].status == "failed"
+    assert manager.catalog().find("strategy", "fine_strategy") is not None
+    monkeypatch.setenv("FULMEN_STRICT_PLUGINS", "1")
+    with pytest.raises(PluginError, match=r"plugin 'exiter' \(fulmen-exiter 1.0\) called "
+                       r"sys.exit\(3\)"):
+        fake_dists.reload()
+
+
+def test_a_hook_calling_sys_exit_is_isolated(fake_dists):
+    plugin(fake_dists, "hookexit", """
+        import sys
+        from fulmen import hookimpl
+
+        @hookimpl
+        def fulmen_detect_accelerator():
+            sys.exit("no")
+        """)
+    manager = fake_dists.reload()
+    with pytest.warns(PluginWarning, match=r"plugin 'hookexit' .* raised in "
+                      r"fulmen_detect_accelerator: SystemExit: no"):
+        assert manager.first_result("fulmen_detect_accelerator") == ("cpu", "cpu")
+
+
+def test_trace_hooks_logs_pluggys_trace(fake_dists, monkeypatch, caplog):
+    monkeypatch.setenv("FULMEN_TRACE_HOOKS", "1")
+    with caplog.at_level("DEBUG", logger="fulmen.hooks"):
+        fake_dists.reload().first_result("fulmen_detect_accelerator")
+    lines = [r.getMessage() for r in caplog.records if r.name == "fulmen.hooks"]
+    assert any("fulmen_detect_accelerator" in line for line in lines), lines
+    assert any("finish fulmen_detect_accelerator --> cpu" in line for line in lines), lines
+
+
+def test_trace_hooks_writes_to_stderr_without_a_handler(tmp_path):
+    import subprocess
+
+    code = "import fulmen; fulmen.get_plugin_manager().first_result('fulmen_detect_accelerator')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "FULMEN_TRACE_HOOKS": "1"})
+    assert done.returncode == 0, done.stderr
+    assert "finish fulmen_detect_accelerator --> cpu" in done.stderr

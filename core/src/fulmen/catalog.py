@@ -8,13 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from fulmen.errors import ConfigurationError, FulmenError, PluginError, format_choices
+from fulmen.kinds import KINDS, PLURAL
 from fulmen.known_plugins import KNOWN
 from fulmen.manager import ACTIVE, DISABLED, PluginInfo
 from fulmen.records import Spec
 
-KINDS = ("accelerator", "strategy", "precision", "environment")
-PLURAL = {"accelerator": "accelerators", "strategy": "strategies", "precision": "precisions",
-          "environment": "environments"}
+__all__ = ["KINDS", "PLURAL", "Catalog", "Entry"]
 
 
 @dataclass(frozen=True)

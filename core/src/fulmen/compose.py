@@ -24,10 +24,11 @@ from fulmen.errors import (
     PluginError,
     format_choices,
 )
+from fulmen.kinds import TABLE
 from fulmen.manager import PluginManager, get_plugin_manager
+from fulmen.records import load_target
 
-BASES: dict[str, type] = {"accelerator": Accelerator, "strategy": Strategy,
-                          "precision": Precision, "environment": ClusterEnvironment}
+BASES: dict[str, type] = {k.name: load_target(k.base, f"the {k.name} kind") for k in TABLE}
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,16 @@ name is its identity (``fulmen plugins`` lists it, ``FULMEN_DISABLE_PLUGINS`` bl
 
 An implementation may accept any subset of a hook's parameters. Two kinds of hook exist:
 
-* **collect** hooks are called on every plugin and each result is kept. The kernel calls each
-  plugin separately, so one plugin that raises is isolated (a ``PluginWarning`` naming it, or a
-  ``PluginError`` under ``FULMEN_STRICT_PLUGINS=1``) and the others still count.
+* **collect** hooks are called on every plugin and each result is kept. Every implementation
+  is guarded, so one plugin that raises is isolated (a ``PluginWarning`` naming it and its
+  distribution, or a ``PluginError`` under ``FULMEN_STRICT_PLUGINS=1``) and the others still
+  count.
 * **first result** hooks are called in pluggy's order (``tryfirst`` implementations first,
   ``trylast`` ones last, otherwise the most recently registered first) and stop at the first
   result that is not ``None``.
+
+pluggy calls the hooks, so hook wrappers (``@hookimpl(wrapper=True)``) see and may change any
+hook's result, and ``FULMEN_TRACE_HOOKS=1`` logs every call (logger ``fulmen.hooks``).
 
 Plugins declare data; the kernel decides. The collect hooks yield records whose targets are
 imported only when a user selects them, so listing plugins never imports a plugin's classes.
@@ -236,9 +240,10 @@ def fulmen_default_strategy(
     """
 
 
-HOOK_KINDS: dict[str, str] = {
-    "accelerator": "fulmen_accelerators",
-    "strategy": "fulmen_strategies",
-    "precision": "fulmen_precisions",
-    "environment": "fulmen_environments",
-}
+
+def __getattr__(name: str) -> object:
+    if name == "HOOK_KINDS":  # kind -> collect hook, from the one table (fulmen.kinds)
+        from fulmen.kinds import HOOKS
+
+        return HOOKS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

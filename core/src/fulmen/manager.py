@@ -7,6 +7,13 @@ Plugins are the entry points of the ``fulmen.plugins`` group, loaded in a determ
 ``FULMEN_PLUGIN_AUTOLOAD=0``    load only the entry points named in ``FULMEN_PLUGINS=a,b``.
 ``FULMEN_STRICT_PLUGINS=1``     a plugin that fails to import or to answer a hook is an error
                                 (``PluginError``) instead of a ``PluginWarning``.
+``FULMEN_TRACE_HOOKS=1``        log every hook call and its result (pluggy's tracing) to the
+                                ``fulmen.hooks`` logger, or to stderr when it has no handler.
+
+pluggy calls the hooks (``pm.hook.<name>(...)``), so plugin hook wrappers (``wrapper=True`` or
+``hookwrapper=True``) work as pluggy documents. Each hook implementation is guarded when its
+plugin is registered: one that raises (or calls ``sys.exit()``) is reported with its plugin and
+distribution and left out, and the others keep answering.
 
 Discovery is lazy and cached per process; a forked child rediscovers on first use.
 """
@@ -16,9 +23,10 @@ from __future__ import annotations
 import functools
 import importlib.metadata as metadata
 import os
+import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +34,8 @@ import pluggy
 
 from fulmen import hookspecs
 from fulmen.errors import PluginError, PluginWarning, did_you_mean, format_choices
-from fulmen.hookspecs import ENTRY_POINT_GROUP, HOOK_KINDS, PROJECT
+from fulmen.hookspecs import ENTRY_POINT_GROUP, PROJECT
+from fulmen.kinds import HOOKS, RECORDS
 
 if TYPE_CHECKING:
     from fulmen.catalog import Catalog
@@ -76,6 +85,7 @@ class Settings:
     autoload: bool = True
     selected: tuple[str, ...] = ()
     strict: bool = False
+    trace: bool = False
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Settings:
@@ -97,6 +107,7 @@ class Settings:
             autoload=flag("FULMEN_PLUGIN_AUTOLOAD", True),
             selected=names("FULMEN_PLUGINS"),
             strict=flag("FULMEN_STRICT_PLUGINS", False),
+            trace=flag("FULMEN_TRACE_HOOKS", False),
         )
 
 
@@ -118,6 +129,10 @@ class PluginManager:
         self.plugins: dict[str, PluginInfo] = {}
         self.problems: list[str] = []
         self._catalog: Catalog | None = None
+        self._calls: list[_CallRecord] = []  # one per hook call in progress (they may nest)
+        if self.settings.trace:
+            self.pm.trace.root.setwriter(_trace_writer)
+            self.pm.enable_tracing()
 
     # ------------------------------------------------------------------ loading
 
@@ -159,8 +174,10 @@ class PluginManager:
     def _load(self, info: PluginInfo, loader: Callable[[], Any]) -> None:
         try:
             plugin = loader()
-        except Exception as exc:  # an import error must not take the other plugins down
-            self._fail(info, f"failed to import {info.value!r}", exc)
+        except (Exception, SystemExit) as exc:  # must not take the other plugins down
+            what = (f"called sys.exit({exc.code!r}) while {info.value!r} was imported"
+                    if isinstance(exc, SystemExit) else f"failed to import {info.value!r}")
+            self._fail(info, what, None if isinstance(exc, SystemExit) else exc)
             return
         self._register(info, plugin)
 
@@ -178,11 +195,13 @@ class PluginManager:
 
     def _register(self, info: PluginInfo, plugin: object) -> None:
         try:
-            self.pm.register(plugin, name=info.name)
+            guarded = self._guarded(info, plugin)
+            self.pm.register(guarded, name=info.name)
         except Exception as exc:
             self._fail(info, "could not be registered", exc)
             return
-        unknown = [hc.name for hc in self.pm.get_hookcallers(plugin) or [] if not hc.has_spec()]
+        unknown = [hc.name for hc in self.pm.get_hookcallers(guarded) or []
+                   if not hc.has_spec()]
         if unknown:
             hooks = [h for h in dir(hookspecs) if h.startswith("fulmen_")]
             hints = "; ".join(f"{u!r}{did_you_mean(u, hooks)}" for u in unknown)
@@ -208,42 +227,78 @@ class PluginManager:
 
     # ------------------------------------------------------------------ calling hooks
 
-    def _impls(self, hook_name: str) -> list[pluggy.HookImpl]:
-        """Implementations in the order pluggy would call them."""
-        return list(reversed(getattr(self.pm.hook, hook_name).get_hookimpls()))
+    def _guarded(self, info: PluginInfo, plugin: object) -> _GuardedPlugin:
+        """What pluggy registers for ``plugin``: its hook implementations, each made safe to
+        call (see :meth:`_guard`), with the same hookimpl options."""
+        guarded = _GuardedPlugin(plugin)
+        for attr in dir(plugin):
+            opts = self.pm.parse_hookimpl_opts(plugin, attr)
+            if opts is not None:
+                hook_name = opts.get("specname") or attr
+                setattr(guarded, attr, self._guard(info, hook_name, getattr(plugin, attr),
+                                                   bool(opts.get("wrapper")),
+                                                   bool(opts.get("hookwrapper"))))
+        return guarded
 
-    def _call(self, impl: pluggy.HookImpl, hook_name: str, kwargs: Mapping[str, Any]) -> Any:
+    def _guard(self, info: PluginInfo, hook_name: str, function: Callable[..., Any],
+               wrapper: bool, hookwrapper: bool) -> Callable[..., Any]:
+        """``function`` made safe for pluggy to call: an exception is reported with the plugin
+        and its distribution (the plugin is left out) and the call goes on without it."""
+        calls = self._calls
+        if wrapper or hookwrapper:
+            return _guard_wrapper(function, lambda exc: self._fail(
+                info, f"raised in its {hook_name} hook wrapper", exc), calls, info.name, wrapper)
+        collects = hook_name in HOOKS.values() or hook_name == "fulmen_check_selection"
+
+        @functools.wraps(function)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            try:
+                result = function(*args, **kwargs)
+                if collects and result is not None:  # a generator runs inside the guard
+                    result = [result] if isinstance(result, str) else list(
+                        result if isinstance(result, Iterable) else [result])
+            except (Exception, SystemExit) as exc:
+                self._fail(info, f"raised in {hook_name}", exc)
+                return None
+            if result is not None and calls:
+                calls[-1].answered(info.name, result, collects)
+            return result
+
+        return guarded
+
+    def _hook(self, hook_name: str, kwargs: Mapping[str, Any]) -> tuple[Any, _CallRecord]:
+        record = _CallRecord()
+        self._calls.append(record)
         try:
-            return impl.function(*(kwargs[arg] for arg in impl.argnames))
-        except Exception as exc:
-            self._fail(self.plugins[impl.plugin_name], f"raised in {hook_name}", exc)
-            return None
+            return getattr(self.pm.hook, hook_name)(**kwargs), record
+        finally:
+            self._calls.remove(record)
 
     def first_result(self, hook_name: str, **kwargs: Any) -> tuple[Any, str | None]:
         """(first non-None result, plugin that gave it), or (None, None)."""
-        for impl in self._impls(hook_name):
-            result = self._call(impl, hook_name, kwargs)
-            if result is not None:
-                return result, impl.plugin_name
-        return None, None
+        result, record = self._hook(hook_name, kwargs)
+        return (None, None) if result is None else (result, record.provider(result))
 
     def verdicts(self, hook_name: str, **kwargs: Any) -> list[tuple[str, Any]]:
-        """Every plugin's answer to a first-result hook, in call order (for ``--detect``)."""
-        return [(impl.plugin_name, self._call(impl, hook_name, kwargs))
-                for impl in self._impls(hook_name)]
+        """Every plugin's answer to a first-result hook, in call order (for ``--detect``): each
+        implementation is called on its own (wrappers are not run)."""
+        out = []
+        for impl in reversed(getattr(self.pm.hook, hook_name).get_hookimpls()):
+            if not (impl.hookwrapper or impl.wrapper):
+                out.append((impl.plugin_name,
+                            impl.function(*(kwargs[arg] for arg in impl.argnames))))
+        return out
 
     def collect(self, hook_name: str, **kwargs: Any) -> list[tuple[str, Any]]:
-        """(plugin, item) for every item every plugin returns; None results are dropped."""
+        """(plugin, item) for every item every plugin returns, in pluggy's call order; None
+        results are dropped. An item a hook wrapper added is credited to that wrapper."""
+        results, record = self._hook(hook_name, kwargs)
+        if not isinstance(results, list):
+            results = [results]
         out: list[tuple[str, Any]] = []
-        for impl in self._impls(hook_name):
-            try:
-                result = impl.function(*(kwargs[arg] for arg in impl.argnames))
-                items = [] if result is None else [result] if isinstance(result, str) else list(
-                    result if isinstance(result, Iterable) else [result])
-            except Exception as exc:
-                self._fail(self.plugins[impl.plugin_name], f"raised in {hook_name}", exc)
-                continue
-            out.extend((impl.plugin_name, item) for item in items)
+        for result in results:
+            items = result if isinstance(result, list) else [result]
+            out.extend((record.provider(item, result), item) for item in items)
         return out
 
     # ------------------------------------------------------------------ catalog
@@ -252,17 +307,15 @@ class PluginManager:
         """Every registered name per kind, built once from the collect hooks."""
         if self._catalog is None:
             from fulmen.catalog import Catalog
-            from fulmen.records import SPEC_TYPES
-
             if self.problems:
                 raise PluginError("; ".join(self.problems))
             records: dict[str, list[tuple[str, Any]]] = {}
-            for kind, hook_name in HOOK_KINDS.items():
+            for kind, hook_name in HOOKS.items():
                 records[kind] = []
                 for plugin_name, item in self.collect(hook_name):
-                    if not isinstance(item, SPEC_TYPES[kind]):
+                    if not isinstance(item, RECORDS[kind]):
                         self._fail(self.plugins[plugin_name], f"yielded {item!r} from {hook_name},"
-                                   f" which expects {SPEC_TYPES[kind].__name__} records", None)
+                                   f" which expects {RECORDS[kind].__name__} records", None)
                         continue
                     records[kind].append((plugin_name, item))
             failed = {n for n, i in self.plugins.items() if i.status != ACTIVE}
@@ -272,6 +325,91 @@ class PluginManager:
                 self.plugins,
             )
         return self._catalog
+
+
+class _GuardedPlugin:
+    """Holds a plugin's guarded hook implementations under their original names."""
+
+    def __init__(self, plugin: object) -> None:
+        self.plugin = plugin
+
+    def __repr__(self) -> str:
+        return f"<guarded {self.plugin!r}>"
+
+
+class _CallRecord:
+    """Who answered during the current hook call (pluggy returns results, not their authors)."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[int, tuple[str, Any]] = {}
+        self.wrappers: list[str] = []
+
+    def answered(self, plugin: str, result: Any, collects: bool) -> None:
+        for item in (result if collects else [result]):
+            self.by_id[id(item)] = (plugin, item)  # the item is kept alive with its id
+        if collects:
+            self.by_id[id(result)] = (plugin, result)
+
+    def provider(self, item: Any, container: Any = None) -> str:
+        for key in (item, container):
+            found = self.by_id.get(id(key))
+            if found is not None and found[1] is key:
+                return found[0]
+        return self.wrappers[0] if self.wrappers else "?"
+
+
+def _guard_wrapper(function: Callable[..., Any], report: Callable[[BaseException], None],
+                   calls: list[_CallRecord], plugin: str, new_style: bool) -> Callable[..., Any]:
+    """A hook wrapper (``wrapper=True``, or old-style ``hookwrapper=True``) that cannot break
+    the call: if it raises before or after its ``yield``, ``report`` is told and the result
+    passes through unchanged."""
+
+    @functools.wraps(function)
+    def guarded(*args: Any, **kwargs: Any) -> Generator[None, Any, Any]:
+        inner: Generator[None, Any, Any] | None
+        try:
+            inner = function(*args, **kwargs)
+            next(inner)
+            if calls:
+                calls[-1].wrappers.append(plugin)
+        except (Exception, SystemExit) as exc:
+            report(exc)
+            inner = None
+        try:
+            received = yield
+        except BaseException as exc:  # new style: the call raised; the wrapper may handle it
+            if inner is None:
+                raise
+            try:
+                inner.throw(exc)
+            except StopIteration as stop:
+                return stop.value
+            raise
+        if inner is None:
+            return received
+        try:
+            inner.send(received)
+        except StopIteration as stop:
+            return stop.value if new_style else None
+        except (Exception, SystemExit) as exc:
+            report(exc)
+            return received
+        inner.close()
+        report(RuntimeError("the hook wrapper yielded twice"))
+        return received
+
+    return guarded
+
+
+def _trace_writer(message: str) -> None:
+    """pluggy's trace lines: to the ``fulmen.hooks`` logger if it has a handler, else stderr."""
+    import logging
+
+    logger = logging.getLogger("fulmen.hooks")
+    if logger.hasHandlers():
+        logger.debug(message.rstrip("\n"))
+    else:
+        sys.stderr.write(message)
 
 
 _lock = threading.RLock()

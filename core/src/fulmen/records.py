@@ -76,9 +76,8 @@ class Spec:
     def __post_init__(self) -> None:
         label = f"{type(self).__name__}(name={self.name!r})"
         _check_name(label, "name", self.name)
-        for fname in _TUPLE_FIELDS:
-            if not hasattr(self, fname):
-                continue
+        own = {f.name for f in fields(self)}
+        for fname in (f for f in _TUPLE_FIELDS if f in own):
             value = getattr(self, fname)
             if isinstance(value, str) or not isinstance(value, list | tuple | set | frozenset):
                 raise PluginError(f"invalid {label}: {fname} must be a list or tuple of names, "
@@ -194,7 +193,3 @@ class EnvironmentSpec(Spec):
 
     kind: ClassVar[str] = "environment"
 
-
-SPEC_TYPES: dict[str, type[Spec]] = {
-    cls.kind: cls for cls in (AcceleratorSpec, StrategySpec, PrecisionSpec, EnvironmentSpec)
-}

@@ -95,7 +95,7 @@ class ParallelStrategy(Strategy):
         _failed["run"] = True
 
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
-        if self.sync_batchnorm and self.distributed:
+        if self.sync_batchnorm and self.distributed and not self.is_set_up(module):
             module = torch.nn.SyncBatchNorm.convert_sync_batchnorm(module)
         return super().setup_module(module)
 

@@ -160,10 +160,19 @@ class Strategy(Named, ABC):
         """Convert the module for the precision, move it, and wrap it if the strategy must.
 
         Sets ``self.module`` (the user's module) and ``self.model`` (what steps go through).
+        Setting up the module that is set up already (fit, then test, then fit again with one
+        Trainer) returns ``self.model`` as it is: a module is converted, moved and wrapped once.
         """
+        if self.is_set_up(module):
+            assert self.model is not None
+            return self.model
         module = self.module_to_device(self.precision.convert_module(module))
         self.module, self.model = module, self.wrap_module(module)
         return self.model
+
+    def is_set_up(self, module: torch.nn.Module) -> bool:
+        """Whether ``module`` is the module this strategy set up last (``setup_module``)."""
+        return self.model is not None and module is self.module
 
     def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
         """The object forward and step calls go through (DDP wraps here). Default: itself."""

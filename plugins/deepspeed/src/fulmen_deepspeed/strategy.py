@@ -145,8 +145,8 @@ class DeepSpeedStrategy(ParallelStrategy):
     # ------------------------------------------------------------------ model and optimizer
 
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
-        if self.engine is not None and self.module is module:  # fit, then test: keep the engine
-            return self.model  # type: ignore[return-value]
+        if self.is_set_up(module):  # fit, then test: keep the engine
+            return super().setup_module(module)
         self.engine = None
         return super().setup_module(module)
 

@@ -119,7 +119,7 @@ class HorovodStrategy(Strategy):
                     "Horovod's SyncBatchNorm runs on CUDA devices only. Use accelerator='gpu', "
                     "or strategy='ddp' (torch's SyncBatchNorm works on CPU), or "
                     "sync_batchnorm=False")
-            if self.distributed:
+            if self.distributed and not self.is_set_up(module):
                 module = convert_sync_batchnorm(module, self.hvd.SyncBatchNorm)
         return super().setup_module(module)
 

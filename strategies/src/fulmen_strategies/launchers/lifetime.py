@@ -41,7 +41,7 @@ def die_with_parent(parent: int) -> None:
 
 def own_session() -> None:
     """Move this process into a session (and so a scheduler autogroup) of its own."""
-    if hasattr(os, "setsid"):
+    if sys.platform != "win32":  # os.setsid is POSIX only
         with contextlib.suppress(OSError):  # already a session or group leader
             os.setsid()
 

@@ -1,0 +1,209 @@
+"""No package reads another package's private state, and no kernel or plugin code probes with
+``hasattr``: whatever one part needs from another is a public member of a base class in
+``fulmen.api`` (see docs/plugin-contracts.md). An AST walk over the source of every
+distribution enforces it:
+
+(a) ``x._name`` (also ``getattr``/``setattr``/``hasattr``/``delattr`` with a ``"_name"`` literal),
+    non-dunder, where ``x`` is not ``self``, ``cls`` or ``super()``, is an error unless ``_name``
+    is defined in the same distribution (a def, a class, a variable, an import, a module, or an
+    attribute set on ``self``/``cls``): a package may use its own helpers, never another's.
+(b) ``hasattr(...)`` is an error.
+
+``EXCEPTIONS`` lists each deliberate case with its reason; anything new fails with the file,
+line and code.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBES = ("getattr", "setattr", "hasattr", "delattr")
+
+
+def distributions() -> dict[str, Path]:
+    found = {name: ROOT / name / "src"
+             for name in ("core", "accelerators", "strategies", "precision", "environments")}
+    found.update({f"plugins/{p.parent.name}": p for p in sorted(ROOT.glob("plugins/*/src"))})
+    return found
+
+
+#: (file relative to the repository, attribute name or ``hasattr(...)`` code) -> why it is fine.
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    # --- the standard library and the interpreter, not a plugin
+    ("strategies/src/fulmen_strategies/launchers/lifetime.py", "_exit"):
+        "os._exit: the stdlib's documented exit without cleanup (a forked/launched child)",
+    ("strategies/src/fulmen_strategies/launchers/script.py", "_exit"):
+        "os._exit: the stdlib's documented exit without cleanup (the watcher thread)",
+    ("core/src/fulmen/compose.py", "hasattr(sys, 'ps1')"):
+        "probes the interpreter: sys.ps1 exists only in an interactive session",
+    ("core/src/fulmen/lite.py", "_lite_launches"):
+        "lite.py's own marker on the run() it wraps, set and read in that file",
+    # --- duck typing of the user's objects (Lightning accepts the same objects)
+    ("core/src/fulmen/apply.py", "hasattr(obj, '_fields')"):
+        "namedtuple detection; _fields is namedtuple's documented API",
+    ("core/src/fulmen/lite.py", "hasattr(target, 'load_state_dict')"):
+        "lite.load restores any user object with load_state_dict (Fabric does the same)",
+    ("core/src/fulmen/lite.py", "hasattr(value, 'state_dict')"):
+        "lite.save stores any user object with state_dict (Fabric does the same)",
+    ("core/src/fulmen/trainer/data.py", "hasattr(loader, '__iter__')"):
+        "a user's dataloader may be any iterable",
+    ("core/src/fulmen/trainer/optim.py", "hasattr(config.scheduler, 'step')"):
+        "a user's LR scheduler may be any object with step/state_dict (as in Lightning)",
+    ("core/src/fulmen/trainer/optim.py", "hasattr(config.scheduler, 'state_dict')"):
+        "a user's LR scheduler may be any object with step/state_dict (as in Lightning)",
+    # --- third-party libraries' private API, where they offer no public one
+    ("core/src/fulmen/trainer/results.py", "_update_count"):
+        "torchmetrics: whether a Metric was updated before compute() (Lightning reads it too)",
+    ("core/src/fulmen/trainer/results.py", "_forward_cache"):
+        "torchmetrics: the value of the last forward() (Lightning reads it too)",
+    ("plugins/deepspeed/src/fulmen_deepspeed/strategy.py", "_is_mkldnn_fp16_supported"):
+        "torch has no public query for float16 CPU kernels; guarded by try/except",
+    ("plugins/horovod/src/fulmen_horovod/sync_batchnorm.py", "_BatchNorm"):
+        "torch's base of every BatchNorm*d (torch.nn.SyncBatchNorm.convert_sync_batchnorm "
+        "matches on it too)",
+    ("plugins/fairscale/src/fulmen_fairscale/ddp_sharded/strategy.py", "_opt_called"):
+        "torch's LRScheduler protocol: what it records when optimizer.step() ran",
+    ("plugins/fairscale/src/fulmen_fairscale/ddp_sharded/strategy.py", "_all_states"):
+        "FairScale OSS keeps the gathered shards there after consolidate_state_dict; no public "
+        "way to free them",
+    ("plugins/horovod/src/fulmen_horovod/optimizers.py", "_handles"):
+        "Horovod 0.28: pending allreduces of a DistributedOptimizer; no public accessor",
+    ("plugins/horovod/src/fulmen_horovod/optimizers.py", "_opt_called"):
+        "torch's LRScheduler protocol: what it records when optimizer.step() ran",
+    ("plugins/horovod/src/fulmen_horovod/optimizers.py", "_wrapped_by_lr_sched"):
+        "torch's LRScheduler protocol: marks an optimizer.step it has wrapped",
+    ("plugins/horovod/src/fulmen_horovod/optimizers.py",
+     "hasattr(new.step, '_wrapped_by_lr_sched')"):
+        "torch's LRScheduler protocol: marks an optimizer.step it has wrapped",
+}
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _own(node: ast.expr) -> bool:
+    """``self``, ``cls`` or ``super()``."""
+    if isinstance(node, ast.Name):
+        return node.id in ("self", "cls")
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+        and node.func.id == "super"
+
+
+def definitions(trees: dict[str, ast.AST]) -> set[str]:
+    """Every name a distribution defines."""
+    names = {Path(path).stem for path in trees}
+    for tree in trees.values():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) \
+                    and _own(node.value):
+                names.add(node.attr)
+            elif isinstance(node, ast.alias):
+                names.add((node.asname or node.name).split(".")[0])
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+    return names
+
+
+def violations(trees: dict[str, ast.AST]) -> Iterator[tuple[str, int, str, str]]:
+    """``(path, line, key, code)`` for each breach; ``key`` is what EXCEPTIONS lists."""
+    defined = definitions(trees)
+    for path, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _private(node.attr) and not _own(node.value) \
+                    and node.attr not in defined:
+                yield path, node.lineno, node.attr, ast.unparse(node)
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                continue
+            if node.func.id == "hasattr":
+                yield path, node.lineno, ast.unparse(node), ast.unparse(node)
+            elif node.func.id in PROBES and len(node.args) >= 2 and not _own(node.args[0]) \
+                    and isinstance(node.args[1], ast.Constant) \
+                    and isinstance(node.args[1].value, str) and _private(node.args[1].value) \
+                    and node.args[1].value not in defined:
+                yield path, node.lineno, node.args[1].value, ast.unparse(node)
+
+
+def parse(src: Path) -> dict[str, ast.AST]:
+    return {str(f.relative_to(ROOT)): ast.parse(f.read_text(), str(f))
+            for f in sorted(src.rglob("*.py"))}
+
+
+@pytest.mark.parametrize(("dist", "src"), list(distributions().items()),
+                         ids=list(distributions()))
+def test_no_private_reads_across_packages_and_no_hasattr(dist: str, src: Path) -> None:
+    found = [f"{path}:{line}: {code}" for path, line, key, code in violations(parse(src))
+             if (path, key) not in EXCEPTIONS]
+    assert not found, (
+        f"{dist} reaches into private state it does not define, or probes with hasattr:\n  "
+        + "\n  ".join(found) + "\nUse (or add) a documented public member of a base class in "
+        "fulmen.api (docs/plugin-contracts.md); a deliberate exception goes in EXCEPTIONS with "
+        "its reason.")
+
+
+def test_every_distribution_is_scanned() -> None:
+    names = set(distributions())
+    assert {"core", "strategies", "precision", "plugins/deepspeed", "plugins/fairscale"} <= names
+    assert all(any(src.rglob("*.py")) for src in distributions().values())
+
+
+def test_the_walk_catches_what_it_must_and_allows_own_state() -> None:
+    """Crafted snippets: another package's private attribute, a private getattr, hasattr."""
+    plugin = ast.parse(
+        "class Strategy:\n"
+        "    def __init__(self):\n"
+        "        self._mine = 1\n"
+        "    def step(self, module, precision):\n"
+        "        a = self._mine + super()._base() + module.__dict__['x']\n"
+        "        b = precision._unscaled\n"
+        "        c = getattr(module, '_trainer', None)\n"
+        "        d = _helper(module._mine)\n"
+        "        return hasattr(precision, 'scaler')\n"
+        "def _helper(x):\n"
+        "    return x\n")
+    found = [(line, key) for _, line, key, _ in violations({"pkg/strategy.py": plugin})]
+    assert sorted(found) == [(6, "_unscaled"), (7, "_trainer"),
+                             (9, "hasattr(precision, 'scaler')")]
+
+
+def test_the_contracts_page_names_every_public_member_of_every_base_class() -> None:
+    """docs/plugin-contracts.md is the one page of contracts: a new public member of a base
+    class in fulmen.api must be documented there."""
+    import dataclasses
+
+    from fulmen.api import (
+        Accelerator,
+        CheckpointIO,
+        ClusterEnvironment,
+        Launcher,
+        LaunchOwner,
+        Precision,
+        RunConfig,
+        Strategy,
+    )
+
+    page = (ROOT / "docs" / "plugin-contracts.md").read_text()
+    instance_attributes = {"launcher", "parallel_devices", "num_nodes", "sync_batchnorm",
+                           "module", "model", "run_config"}  # set in Strategy.__init__
+    missing = []
+    for base in (Accelerator, Strategy, Precision, ClusterEnvironment, CheckpointIO, Launcher,
+                 LaunchOwner):
+        members = {n for n in (*vars(base), *getattr(base, "__annotations__", {}))
+                   if not n.startswith("_")}
+        if base is Strategy:
+            members |= instance_attributes
+        missing += [f"{base.__name__}.{n}" for n in sorted(members)
+                    if not re.search(rf"[`.]{n}\b", page)]
+    missing += [f"RunConfig.{f.name}" for f in dataclasses.fields(RunConfig)
+                if f"`{f.name}`" not in page]
+    assert not missing, f"docs/plugin-contracts.md does not document: {missing}"

@@ -1,0 +1,26 @@
+"""One Trainer, many calls: fit, validate, test, predict and fit again on the same module, on two
+processes. The strategy sets the module up once (FSDP refuses a second ``fully_shard``; DDP
+would wrap its wrapper), and the second fit continues from the first."""
+
+from __future__ import annotations
+
+import pytest
+from test_ddp import weights_equal
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+def test_every_stage_on_one_trainer_sets_the_module_up_once(run_script, strategy):
+    run = run_script("stages.py", "--strategy", strategy, env={"OMP_NUM_THREADS": "1"})
+    assert run.returncode == 0, run.output
+    ranks = [run.json(f"rank{r}") for r in (0, 1)]
+    for rank in ranks:
+        assert rank["stages"] == ["fit", "validate", "test", "predict", "fit"]
+        assert len(set(rank["models"])) == 1, rank["models"]  # the same wrapped model each time
+        assert rank["steps"] == [4, 8]  # 32 samples / (batch 4 x 2 ranks) per epoch
+        assert rank["predictions"] == 4
+    if strategy == "fsdp":  # sharded once: FSDP2 renames each sharded class once
+        assert ranks[0]["classes"] == ["FSDPLinear", "FSDPPredicting", "Sequential", "Tanh"]
+    weights = [[v for _, v in sorted(r["weights"].items())] for r in ranks]
+    assert weights_equal(weights[0], weights[1], atol=0)
