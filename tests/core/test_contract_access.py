@@ -40,6 +40,11 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "os._exit: the stdlib's documented exit without cleanup (a forked/launched child)",
     ("strategies/src/fulmen_strategies/launchers/script.py", "_exit"):
         "os._exit: the stdlib's documented exit without cleanup (the watcher thread)",
+    ("strategies/src/fulmen_strategies/launchers/multiprocessing.py", "_exit"):
+        "os._exit: a spawned worker that re-imported an unguarded script ends without cleanup",
+    ("core/src/fulmen/hang.py", "_current_frames"):
+        "sys._current_frames: the interpreter's documented way to read the main thread's stack "
+        "from the hang doctor's thread",
     ("core/src/fulmen/compose.py", "hasattr(sys, 'ps1')"):
         "probes the interpreter: sys.ps1 exists only in an interactive session",
     ("core/src/fulmen/lite.py", "_lite_launches"):

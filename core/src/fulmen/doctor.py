@@ -71,8 +71,10 @@ def _versions() -> dict[str, str]:
 
 
 def _interfaces() -> dict[str, Any]:
-    names = [name for _, name in socket.if_nameindex()] if hasattr(socket, "if_nameindex") \
-        else []
+    try:
+        names = [name for _, name in socket.if_nameindex()]
+    except (AttributeError, OSError):  # not on every platform
+        names = []
     try:
         addresses = sorted({info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None)})
     except OSError as exc:
