@@ -82,6 +82,6 @@ def test_resolve_names_instances_and_bad_values():
     assert isinstance(resolve("Advanced"), AdvancedProfiler)
     mine = SimpleProfiler()
     assert resolve(mine) is mine
-    with pytest.raises(ConfigurationError, match="profiler='fast'.*'simple', 'advanced', "
-                                                 "'pytorch'"):
+    with pytest.raises(ConfigurationError, match=r"profiler='fast'.*'simple', 'advanced', "
+                                                 r"'pytorch'"):
         resolve("fast")
