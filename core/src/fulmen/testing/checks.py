@@ -6,7 +6,6 @@ what the runner needs next (for a strategy: whether it runs several processes).
 
 from __future__ import annotations
 
-import contextlib
 import io
 import math
 import os

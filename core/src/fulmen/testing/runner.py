@@ -84,10 +84,10 @@ def select_targets(names: Sequence[str] | None = None) -> list[Target]:
             if entry is not None:
                 hits += [t for t in every if (t.kind, t.name) == (kind, entry.name)]
         if not hits:
-            plugins = sorted({t.plugin for t in every})
+            plugins, known = sorted({t.plugin for t in every}), sorted({t.name for t in every})
             raise ConfigurationError(
                 f"{given!r} is neither a registered name nor an installed plugin. Plugins: "
-                f"{format_choices(plugins)}; names: {format_choices(sorted({t.name for t in every}))}.")
+                f"{format_choices(plugins)}; names: {format_choices(known)}.")
         for t in hits:
             if t not in chosen:
                 chosen.append(t)
