@@ -242,7 +242,10 @@ class Runner:
         if not any(ranks.values()):
             self.note(t, "strategy.processes", FAIL,
                       f"no rank reported: the strategy declares world size {world} for "
-                      f"devices=2, but no process reached training{suffix}")
+                      "devices=2, but no process got past joining the process group (were "
+                      f"the other processes ever started?){suffix}")
+            for clause in PROCESS_CLAUSES[1:]:
+                self.verdicts[(t.kind, t.name, clause)] = (SKIP, "strategy.processes failed")
         elif reported != set(range(world)):
             self.note(t, "strategy.processes", FAIL,
                       f"only ranks {sorted(reported)} of {world} reported{suffix}")
