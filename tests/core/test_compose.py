@@ -290,3 +290,59 @@ def test_an_instance_of_a_registered_class_gets_the_matching_record(fake_dists):
     selection = compose(accelerator="cpu", devices=2, strategy=TunedDDP())
     assert selection.strategy.name == "tuned_ddp"
     assert type(selection.launcher).__name__ == "ScriptLauncher"
+
+
+def test_a_registered_subclass_inherits_its_bases_launcher(fake_dists):
+    """A third-party record for a DDPStrategy subclass that overrides nothing gets DDP's launcher
+    from the strategy itself (the record names none)."""
+    module = fake_dists.unique("acmeddp")
+    fake_dists.add("fulmen-acmeddp", {"acmeddp": module}, {module: """
+        from fulmen import StrategySpec, hookimpl
+        from fulmen_strategies import DDPStrategy
+
+        class AcmeDDP(DDPStrategy):
+            pass
+
+        @hookimpl
+        def fulmen_strategies():
+            yield StrategySpec(name="acme_ddp", target=AcmeDDP)
+            yield StrategySpec(name="acme_ddp_spawn", target=AcmeDDP,
+                               init_kwargs={"start_method": "spawn"})
+        """})
+    fake_dists.reload()
+    for name, launcher in (("acme_ddp", "ScriptLauncher"),
+                           ("acme_ddp_spawn", "MultiprocessingLauncher")):
+        selection = compose(accelerator="cpu", devices=2, strategy=name)
+        assert type(selection.launcher).__name__ == launcher
+        assert selection.strategy.launcher is selection.launcher
+        assert selection.launcher.strategy is selection.strategy
+
+
+def _strategy_plugin(fake_dists, returns: str) -> None:
+    module = fake_dists.unique("oddlaunch")
+    source = ("from fulmen import StrategySpec, hookimpl\n"
+              "from fulmen_strategies import DDPStrategy\n\n"
+              "class Odd(DDPStrategy):\n"
+              f"    def create_launcher(self):\n        return {returns}\n\n"
+              "@hookimpl\n"
+              "def fulmen_strategies():\n"
+              "    yield StrategySpec(name='odd', target=Odd)\n")
+    fake_dists.add("fulmen-oddlaunch", {"oddlaunch": module}, {module: source})
+    fake_dists.reload()
+
+
+def test_a_launcher_of_the_wrong_type_names_the_strategy_and_its_plugin(fake_dists):
+    _strategy_plugin(fake_dists, "'script'")
+    with pytest.raises(PluginError, match=r"strategy 'odd' \(.*Odd, from plugin 'oddlaunch' "
+                       r"\(fulmen-oddlaunch 1.0\)\): create_launcher\(\) returned str; it must "
+                       r"return a fulmen.Launcher or None"):
+        compose(accelerator="cpu", devices=2, strategy="odd")
+
+
+def test_several_processes_and_no_launcher_fails_at_construction(fake_dists):
+    _strategy_plugin(fake_dists, "None")
+    with pytest.raises(ConfigurationError, match=r"needs 2 processes \(2 per node x num_nodes=1"
+                       r"\), but its create_launcher\(\) returned None and the 'local' cluster "
+                       r"environment does not start processes either"):
+        compose(accelerator="cpu", devices=2, strategy="odd")
+    assert compose(accelerator="cpu", devices=1, strategy="odd").launcher is None

@@ -26,7 +26,6 @@ def test_valid_record_normalises_lists_and_freezes_kwargs():
         ({"aliases": ["x"]}, "the name is also listed as an alias"),
         ({"init_kwargs": {"not an identifier": 1}}, "init_kwargs must map argument names"),
         ({"max_devices": 0}, "max_devices must be a positive int or None"),
-        ({"launcher": "nope"}, "launcher 'nope' must look like"),
     ],
 )
 def test_invalid_records_raise_plugin_error(kwargs, message):
@@ -34,6 +33,12 @@ def test_invalid_records_raise_plugin_error(kwargs, message):
     with pytest.raises(PluginError, match="invalid StrategySpec") as info:
         StrategySpec(**fields)
     assert message in str(info.value)
+
+
+def test_a_strategy_record_names_no_launcher():
+    """The strategy chooses its launcher (Strategy.create_launcher), never its record."""
+    with pytest.raises(TypeError, match="launcher"):
+        StrategySpec(name="x", target="pkg.mod:Cls", launcher="pkg.mod:L")  # type: ignore[call-arg]
 
 
 def test_target_may_be_the_class_itself():

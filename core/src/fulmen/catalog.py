@@ -78,7 +78,7 @@ class Catalog:
     def find_for_instance(self, kind: str, instance: object) -> Entry | None:
         """The record behind an instance: by its ``name``, else by its class (or a base class)
         and the ``init_kwargs`` its attributes match — the most specific such record
-        (``DDPStrategy(start_method="spawn")`` → ``ddp_spawn``, with ddp_spawn's launcher)."""
+        (``DDPStrategy(start_method="spawn")`` → ``ddp_spawn``)."""
         paths = {f"{c.__module__}:{c.__qualname__}" for c in type(instance).__mro__}
         entry = self.find(kind, getattr(instance, "name", None))
         if entry is not None and entry.record.target_path in paths:

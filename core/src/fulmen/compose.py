@@ -17,9 +17,14 @@ from typing import Any
 
 from fulmen.api import Accelerator, CheckpointIO, ClusterEnvironment, Launcher, Precision, Strategy
 from fulmen.catalog import PLURAL, Catalog, Entry
-from fulmen.errors import ConfigurationError, FulmenDeprecationWarning, FulmenError, format_choices
+from fulmen.errors import (
+    ConfigurationError,
+    FulmenDeprecationWarning,
+    FulmenError,
+    PluginError,
+    format_choices,
+)
 from fulmen.manager import PluginManager, get_plugin_manager
-from fulmen.records import load_target
 
 BASES: dict[str, type] = {"accelerator": Accelerator, "strategy": Strategy,
                           "precision": Precision, "environment": ClusterEnvironment}
@@ -241,19 +246,43 @@ def compose(accelerator: Any = "auto", strategy: Any = "auto", devices: Any = "a
     assert acc is not None and env is not None  # every error above was raised
     strat = strat or strat_entry.record.create()  # type: ignore[union-attr]
     prec = prec or prec_entry.record.create()  # type: ignore[union-attr]
-    launcher_path = strat_entry.record.launcher if strat_entry else None
-    launcher = None
-    if launcher_path and not env.creates_processes_externally:
-        launcher = load_target(launcher_path, f"strategy {strat.name!r}")(strategy=strat)
     strat.attach(accelerator=acc, precision=prec, cluster_environment=env,
                  parallel_devices=acc.get_parallel_devices(device_ids), num_nodes=num_nodes,
-                 checkpoint_io=extra.get("checkpoint_io"), launcher=launcher)
+                 checkpoint_io=extra.get("checkpoint_io"))
+    strat.launcher = launcher = _create_launcher(strat, strat_entry)
     selection = Selection(env, acc, strat, prec, launcher,
                           extra.get("checkpoint_io"), tuple(device_ids), num_nodes, interactive)
     for _, message in manager.collect("fulmen_check_selection", selection=selection):
         c.fail(str(message))
     c.raise_errors()
     return selection
+
+
+def _create_launcher(strategy: Strategy, entry: Entry | None) -> Launcher | None:
+    """Ask the strategy for its launcher; a broken answer names the strategy and its plugin."""
+    label = f"strategy {strategy.name!r} ({type(strategy).__module__}:" \
+            f"{type(strategy).__qualname__}{f', from {entry.plugin.describe()}' if entry else ''})"
+    try:
+        launcher = strategy.create_launcher()
+    except FulmenError:
+        raise
+    except Exception as exc:
+        raise PluginError(f"{label}: create_launcher() raised {type(exc).__name__}: {exc}"
+                          ) from exc
+    if launcher is not None and not isinstance(launcher, Launcher):
+        raise PluginError(f"{label}: create_launcher() returned {type(launcher).__name__}; it "
+                          "must return a fulmen.Launcher or None")
+    env = strategy.cluster_environment
+    processes = strategy.processes_per_node * strategy.num_nodes
+    if launcher is None and processes > 1 and not env.creates_processes_externally:
+        raise ConfigurationError(
+            f"{label} needs {processes} processes ({strategy.processes_per_node} per node x "
+            f"num_nodes={strategy.num_nodes}), but its create_launcher() returned None and the "
+            f"{env.name!r} cluster environment does not start processes either, so the run "
+            "would wait for peers that never come. Start the processes with a launcher "
+            "(torchrun, srun...), use devices=1, or have create_launcher() return a launcher "
+            "(e.g. fulmen_strategies.launchers.ScriptLauncher(self)).")
+    return launcher
 
 
 def _path(cls: type) -> str:

@@ -90,7 +90,6 @@ def fulmen_strategies() -> Iterable[StrategySpec]:
                     target="my_package.strategy:MyDDPStrategy",
                     init_kwargs=kwargs,
                     accelerators=["cpu", "cuda"],
-                    launcher="my_package.launcher:MyLauncher",
                     description="DDP with my tweaks",
                 )
     """

@@ -153,12 +153,11 @@ class AcceleratorSpec(Spec):
 
 @dataclass(frozen=True, kw_only=True)
 class StrategySpec(Spec):
-    """A distributed strategy.
+    """A distributed strategy. How its processes start is the strategy's own business
+    (:meth:`fulmen.Strategy.create_launcher`), not the record's.
 
     accelerators: accelerator names it runs on (empty: any).
     precisions: precision names it supports (empty: any).
-    launcher: ``"module:Attr"`` of the launcher that creates its processes, or None when it runs
-        in the current process. Skipped when the cluster environment creates the processes.
     max_devices: most devices it drives per node (``1`` for ``single_device``); None: no limit.
     multi_node: whether it can span several nodes.
     interactive: whether it works in a notebook or REPL (a script re-launch does not).
@@ -167,16 +166,12 @@ class StrategySpec(Spec):
     kind: ClassVar[str] = "strategy"
     accelerators: Sequence[str] = ()
     precisions: Sequence[str] = ()
-    launcher: str | None = None
     max_devices: int | None = None
     multi_node: bool = True
     interactive: bool = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.launcher is not None and not _TARGET_PATTERN.match(str(self.launcher)):
-            raise PluginError(f"invalid StrategySpec(name={self.name!r}): launcher "
-                              f"{self.launcher!r} must look like 'package.module:ClassName'")
         if self.max_devices is not None and (
             not isinstance(self.max_devices, int) or self.max_devices < 1
         ):

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from fulmen import Strategy
+from fulmen import Launcher, Strategy
 from fulmen_strategies import collectives, samplers
 
 _OPS = {"sum": "SUM", "max": "MAX", "min": "MIN", "mean": "SUM"}
@@ -54,6 +54,17 @@ class ParallelStrategy(Strategy):
         if self.process_group_backend:
             return self.process_group_backend
         return "nccl" if self.root_device.type == "cuda" else "gloo"
+
+    # ------------------------------------------------------------------ processes
+
+    def create_launcher(self) -> Launcher | None:
+        """``ScriptLauncher`` (re-runs the script once per extra local process), unless the
+        cluster environment started the processes already."""
+        if self.cluster_environment.creates_processes_externally:
+            return None
+        from fulmen_strategies.launchers.script import ScriptLauncher
+
+        return ScriptLauncher(self)
 
     # ------------------------------------------------------------------ process group
 

@@ -11,9 +11,10 @@ if TYPE_CHECKING:
 
 
 class Launcher(ABC):
-    """Chosen by the strategy's record; skipped when the cluster environment creates processes.
-
-    fulmen constructs it as ``LauncherClass(strategy=strategy)``.
+    """Created by the strategy it launches (:meth:`fulmen.Strategy.create_launcher`), which
+    passes itself as ``strategy``; never created when the cluster environment started the
+    processes. fulmen's own launchers live in ``fulmen_strategies.launchers`` (``ScriptLauncher``,
+    ``MultiprocessingLauncher``) and may be reused by any strategy.
     """
 
     def __init__(self, strategy: Strategy) -> None:

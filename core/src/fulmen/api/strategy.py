@@ -1,8 +1,9 @@
 """``Strategy``: how a model, its data and its gradients are spread over devices and processes.
 
-Composition constructs a strategy from its record (or takes the user's instance) and calls
+Composition constructs a strategy from its record (or takes the user's instance), calls
 :meth:`Strategy.attach` with the accelerator, precision, cluster environment and devices it
-chose. Ranks and world size come from the cluster environment. The Trainer and Lite drive a
+chose, then asks the strategy for its launcher (:meth:`Strategy.create_launcher`). Ranks and
+world size come from the cluster environment. The Trainer and Lite drive a
 run only through the methods below, so a distributed strategy overrides what it changes
 (wrapping the module, samplers, collectives, checkpoint writing) and nothing in the loops.
 """
@@ -55,13 +56,12 @@ class Strategy(Named, ABC):
 
     def attach(self, *, accelerator: Accelerator, precision: Precision,
                cluster_environment: ClusterEnvironment, parallel_devices: list[torch.device],
-               num_nodes: int, checkpoint_io: CheckpointIO | None = None,
-               launcher: Launcher | None = None) -> None:
+               num_nodes: int, checkpoint_io: CheckpointIO | None = None) -> None:
         """Receive what composition selected, and tell the environment the process layout."""
         from fulmen.api.checkpoint_io import TorchCheckpointIO
 
         self.accelerator, self.precision = accelerator, precision
-        self.cluster_environment, self.launcher = cluster_environment, launcher
+        self.cluster_environment = cluster_environment
         self.parallel_devices, self.num_nodes = list(parallel_devices), num_nodes
         self.checkpoint_io = checkpoint_io or getattr(self, "checkpoint_io", None) \
             or TorchCheckpointIO()
@@ -113,6 +113,18 @@ class Strategy(Named, ABC):
         """The device this process computes on."""
 
     # ------------------------------------------------------------------ processes
+
+    def create_launcher(self) -> Launcher | None:
+        """The launcher that starts this strategy's processes, or None when it runs in the
+        current process.
+
+        Called once by composition, after :meth:`attach` (``cluster_environment``,
+        ``accelerator``, ``parallel_devices`` and ``num_nodes`` are set); the result is stored
+        in ``self.launcher``. A subclass inherits its base's choice. Return None when the
+        cluster environment started every process already
+        (``cluster_environment.creates_processes_externally``). Default: None (one process).
+        """
+        return None
 
     def launch(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``function`` in every process this strategy needs (through its launcher, unless

@@ -8,7 +8,6 @@ from typing import Any
 from fulmen import StrategySpec, hookimpl
 
 _TARGET = "fulmen_deepspeed.strategy:DeepSpeedStrategy"
-_SCRIPT = "fulmen_strategies.launchers.script:ScriptLauncher"
 PRECISIONS = ["32-true", "16-mixed", "bf16-mixed"]
 _VARIANTS: list[tuple[str, dict[str, object], str]] = [
     ("deepspeed", {}, "ZeRO stage 2 unless DeepSpeedStrategy(stage=...) or config= says other"),
@@ -27,7 +26,7 @@ _VARIANTS: list[tuple[str, dict[str, object], str]] = [
 @hookimpl
 def fulmen_strategies() -> Any:
     for name, kwargs, description in _VARIANTS:
-        yield StrategySpec(name=name, target=_TARGET, init_kwargs=kwargs, launcher=_SCRIPT,
+        yield StrategySpec(name=name, target=_TARGET, init_kwargs=kwargs,
                            accelerators=["cpu", "cuda"], precisions=PRECISIONS,
                            interactive=False, description=f"DeepSpeed {description}")
 

@@ -10,7 +10,10 @@ from typing import Any
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
+from fulmen import ConfigurationError, Launcher
 from fulmen_strategies.parallel import ParallelStrategy
+
+START_METHODS = ("popen", "spawn", "fork")
 
 
 class StepDispatcher(torch.nn.Module):
@@ -43,10 +46,23 @@ class DDPStrategy(ParallelStrategy):
                  process_group_backend: str | None = None,
                  timeout: float | timedelta | None = None, **ddp_kwargs: Any) -> None:
         super().__init__(process_group_backend, timeout)
+        if start_method not in START_METHODS:
+            raise ConfigurationError(
+                f"{type(self).__name__}(start_method={start_method!r}): use one of "
+                f"{', '.join(map(repr, START_METHODS))} ('popen' re-runs the script per process)")
         self.start_method = start_method
         self.ddp_kwargs = {"find_unused_parameters": find_unused_parameters,
                            "static_graph": static_graph,
                            "gradient_as_bucket_view": gradient_as_bucket_view, **ddp_kwargs}
+
+    def create_launcher(self) -> Launcher | None:
+        """``start_method="popen"``: ``ScriptLauncher``; ``"spawn"``/``"fork"``:
+        ``MultiprocessingLauncher``; None when the cluster environment started the processes."""
+        if self.cluster_environment.creates_processes_externally or self.start_method == "popen":
+            return super().create_launcher()
+        from fulmen_strategies.launchers.multiprocessing import MultiprocessingLauncher
+
+        return MultiprocessingLauncher(self, start_method=self.start_method)
 
     def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
         if not self.distributed:

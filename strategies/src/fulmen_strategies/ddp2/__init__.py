@@ -9,7 +9,6 @@ def fulmen_strategies():
         name="ddp2",
         target="fulmen_strategies.ddp2.strategy:DDP2Strategy",
         accelerators=["cuda"],
-        launcher="fulmen_strategies.launchers.script:ScriptLauncher",
         interactive=False,
         description="DP inside each node, DDP across nodes: one process per node (needs GPUs)",
     )

@@ -8,7 +8,6 @@ def fulmen_strategies():
     yield StrategySpec(
         name="fsdp",
         target="fulmen_strategies.fsdp.strategy:FSDPStrategy",
-        launcher="fulmen_strategies.launchers.script:ScriptLauncher",
         accelerators=["cpu", "cuda"],
         precisions=["32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true"],
         interactive=False,

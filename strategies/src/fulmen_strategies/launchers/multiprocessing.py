@@ -126,9 +126,12 @@ class MultiprocessingLauncher(Launcher):
     """``spawn`` (pickles the work; safe everywhere) or ``fork`` (no pickling; CPU or before
     CUDA is initialised, and where the platform has fork)."""
 
-    def __init__(self, strategy: Any) -> None:
+    def __init__(self, strategy: Any, start_method: str = "spawn") -> None:
         super().__init__(strategy)
-        self.start_method = getattr(strategy, "start_method", "spawn")
+        if start_method not in ("spawn", "fork"):
+            raise ConfigurationError(f"MultiprocessingLauncher(start_method={start_method!r}): "
+                                     "use 'spawn' or 'fork'")
+        self.start_method = start_method
 
     @property
     def is_interactive_compatible(self) -> bool:

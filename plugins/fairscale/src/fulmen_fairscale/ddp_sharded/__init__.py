@@ -10,20 +10,18 @@ import sys
 from fulmen import StrategySpec, hookimpl
 
 _TARGET = "fulmen_fairscale.ddp_sharded.strategy:ShardedDDPStrategy"
-_SCRIPT = "fulmen_strategies.launchers.script:ScriptLauncher"
-_MP = "fulmen_strategies.launchers.multiprocessing:MultiprocessingLauncher"
 PRECISIONS = ["32-true", "16-mixed", "bf16-mixed"]
 
 
 @hookimpl
 def fulmen_strategies():
     yield StrategySpec(
-        name="ddp_sharded", target=_TARGET, launcher=_SCRIPT, interactive=False,
+        name="ddp_sharded", target=_TARGET, interactive=False,
         accelerators=["cpu", "cuda"], precisions=PRECISIONS,
         description="sharded DDP (FairScale OSS + ShardedDataParallel): optimizer state and "
                     "gradients sharded; re-runs the script once per process")
     yield StrategySpec(
-        name="ddp_sharded_spawn", target=_TARGET, launcher=_MP, interactive=False,
+        name="ddp_sharded_spawn", target=_TARGET, interactive=False,
         init_kwargs={"start_method": "spawn"}, accelerators=["cpu", "cuda"],
         precisions=PRECISIONS,
         description="sharded DDP (FairScale OSS + ShardedDataParallel) in spawned workers; "

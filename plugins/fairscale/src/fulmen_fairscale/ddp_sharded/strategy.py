@@ -59,10 +59,6 @@ class ShardedDDPStrategy(DDPStrategy):
                  timeout: float | timedelta | None = None) -> None:
         super().__init__(start_method=start_method, process_group_backend=process_group_backend,
                          timeout=timeout)
-        if start_method not in ("popen", "spawn", "fork"):
-            raise ConfigurationError(f"ShardedDDPStrategy(start_method={start_method!r}): use "
-                                     "'popen' (ddp_sharded), 'spawn' (ddp_sharded_spawn) or "
-                                     "'fork'")
         self.sdp_kwargs = {"broadcast_buffers": broadcast_buffers,
                            "reduce_buffer_size": reduce_buffer_size,
                            "auto_refresh_trainable": auto_refresh_trainable,
