@@ -342,20 +342,26 @@ def layout(name: str) -> dict[str, Any]:
     ``{"accelerator", "processes", "launcher", "why"}``. Names of one class with the same
     launcher and layout differ only in constructor arguments and may share runs."""
     environ = dict(os.environ)
+    entry = fulmen.get_plugin_manager().catalog().find("strategy", name)
+    if entry is None:
+        return {"processes": 0, "why": f"no active plugin registers {name!r}"}
+    out: dict[str, Any] = {"group": entry.record.target_path}
     try:
-        entry = fulmen.get_plugin_manager().catalog().find("strategy", name)
-        if entry is None:
-            return {"processes": 0, "why": f"no active plugin registers {name!r}"}
-        accelerator = usable_accelerator(tuple(entry.record.accelerators))
-        out: dict[str, Any] = {"accelerator": accelerator, "group": entry.record.target_path}
+        out["accelerator"] = accelerator = usable_accelerator(tuple(entry.record.accelerators))
         trainer = fulmen.Trainer(accelerator=accelerator, devices=2, strategy=name,
                                  logger=False, enable_progress_bar=False)
     except Skip as exc:
         return {"processes": 0, "why": str(exc)}
     except Exception as exc:
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return {"processes": 0, "why": f"devices=2 is not a valid selection here: {why}",
-                **locals().get("out", {})}
+        if "accelerator" not in out:
+            raise
+        limit = entry.record.max_devices
+        if isinstance(exc, fulmen.ConfigurationError) and limit is not None and limit < 2:
+            return {"processes": 0, "why": f"its record allows {limit} device: {why}", **out}
+        # The record does not rule out devices=2, so failing to compose it is a broken promise.
+        return {"processes": 0, "error": f"Trainer(devices=2, strategy={name!r}) cannot be "
+                f"composed: {type(exc).__name__}: {why}", **out}
     finally:
         os.environ.clear()
         os.environ.update(environ)

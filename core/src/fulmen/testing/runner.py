@@ -181,7 +181,11 @@ class Runner:
             plan = self.plans.get((t.kind, t.name), {})
             if plan.get("shares"):
                 continue
-            if plan.get("processes", 0) < 2:
+            if plan.get("error"):
+                self.note(t, PROCESS_CLAUSES[0], FAIL, plan["error"])
+                for clause in PROCESS_CLAUSES[1:]:
+                    self.note(t, clause, SKIP, "strategy.processes failed")
+            elif plan.get("processes", 0) < 2:
                 why = plan.get("why", "its one-process checks did not finish")
                 for clause in PROCESS_CLAUSES:
                     self.note(t, clause, SKIP, why)

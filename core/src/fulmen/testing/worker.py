@@ -34,7 +34,11 @@ def main(argv: list[str]) -> int:
     first: dict[tuple[object, ...], str] = {}
     for kind, name in job["targets"]:
         if kind == "strategy":
-            layouts[name] = found = layout(name)
+            try:
+                layouts[name] = found = layout(name)
+            except Exception as exc:  # reported as the strategy.processes verdict
+                layouts[name] = found = {"processes": 0, "error": f"composing devices=2 "
+                                         f"raised {type(exc).__name__}: {exc}"}
             if "accelerator" in found and "group" in found:
                 key = (found["group"], found.get("launcher"), found["processes"])
                 first.setdefault(key, name)

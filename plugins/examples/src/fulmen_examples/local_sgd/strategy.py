@@ -40,7 +40,7 @@ class LocalSGDStrategy(Strategy):
 
         if self.start_method == "popen":
             return ScriptLauncher(self)
-        return MultiprocessingLauncher(self)
+        return MultiprocessingLauncher(self, start_method=self.start_method)
 
     @property
     def root_device(self) -> torch.device:
