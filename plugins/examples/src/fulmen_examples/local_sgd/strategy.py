@@ -81,8 +81,8 @@ class LocalSGDStrategy(Strategy):
         if not (self.distributed and use_distributed_sampler and isinstance(dataloader,
                                                                              DataLoader)):
             return dataloader
-        sampler = DistributedSampler(dataloader.dataset, num_replicas=self.world_size,
-                                     rank=self.global_rank, shuffle=False)
+        sampler: DistributedSampler[Any] = DistributedSampler(
+            dataloader.dataset, num_replicas=self.world_size, rank=self.global_rank, shuffle=False)
         return DataLoader(dataloader.dataset, batch_size=dataloader.batch_size, sampler=sampler,
                           num_workers=dataloader.num_workers, collate_fn=dataloader.collate_fn,
                           drop_last=dataloader.drop_last)
