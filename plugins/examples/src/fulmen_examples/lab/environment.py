@@ -2,8 +2,6 @@
 variables (``LAB_WORLD_SIZE``, ``LAB_RANK``, ``LAB_LOCAL_RANK``, ``LAB_NODE_RANK``,
 ``LAB_MAIN_ADDRESS``, ``LAB_MAIN_PORT``). Outside the scheduler it is one process."""
 
-from __future__ import annotations
-
 import os
 
 from fulmen import ClusterEnvironment, ConfigurationError

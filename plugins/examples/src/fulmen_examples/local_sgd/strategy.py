@@ -5,8 +5,6 @@ Written only against ``fulmen.Strategy`` and ``torch.distributed``; the processe
 by the public launchers of ``fulmen_strategies.launchers``.
 """
 
-from __future__ import annotations
-
 import atexit
 import os
 from datetime import timedelta

@@ -1,8 +1,6 @@
 """``StaticScalePrecision``: float32 whose loss is multiplied by ``scale`` before backward and
 whose gradients are divided by it before they are clipped or applied."""
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from typing import Any
 
