@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -48,8 +49,17 @@ def render(report: Report, width: int = 60) -> str:
     counts = {s: sum(r.status == s for r in report.results) for s in ("pass", FAIL, SKIP)}
     names = len({(r.kind, r.name) for r in report.results})
     lines.append(f"\n{names} names: {counts['pass']} clauses passed, {counts[FAIL]} failed, "
-                 f"{counts[SKIP]} skipped, in {report.seconds:.1f} s")
+                 f"{counts[SKIP]} skipped, in {report.seconds:.1f} s{load()}")
     return "\n".join(lines)
+
+
+def load() -> str:
+    """The machine's load next to the elapsed time: on shared machines it explains the time."""
+    try:
+        one_minute = os.getloadavg()[0]
+    except OSError:
+        return ""
+    return f" (load average {one_minute:.1f} on {os.cpu_count()} CPUs)"
 
 
 def shorten(text: str, width: int) -> str:
