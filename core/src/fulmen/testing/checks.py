@@ -356,6 +356,8 @@ def layout(name: str) -> dict[str, Any]:
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if "accelerator" not in out:
             raise
+        if isinstance(exc.__cause__, ImportError):  # as in load(): a missing dependency
+            return {"processes": 0, "why": f"a dependency is not installed here: {why}", **out}
         limit = entry.record.max_devices
         if isinstance(exc, fulmen.ConfigurationError) and limit is not None and limit < 2:
             return {"processes": 0, "why": f"its record allows {limit} device: {why}", **out}
