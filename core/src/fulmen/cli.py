@@ -2,6 +2,7 @@
 
 ``fulmen plugins [--json] [--detect]`` lists every plugin with its distribution and status, every
 registered name per kind, and with ``--detect`` what each detector answers here.
+``fulmen plugins --check [NAME...]`` runs the conformance kit (:mod:`fulmen.testing`).
 
 ``fulmen fit|validate|test|predict --config FILE.yaml`` builds the model, data and trainer from a
 LightningCLI-style config (``model:``/``data:`` with ``class_path`` + ``init_args``,
@@ -40,6 +41,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
     plugins.add_argument("--detect", action="store_true",
                          help="show what every detector answers on this machine")
+    plugins.add_argument("--check", nargs="*", metavar="NAME",
+                         help="run the conformance kit on these registered names or plugins "
+                         "(every installed plugin when none is given)")
+    plugins.add_argument("--timeout", type=float, default=120.0,
+                         help="with --check: seconds each check process may run")
+    plugins.add_argument("--exhaustive", action="store_true", help="with --check: run every "
+                         "strategy name, not one per class and launcher")
     doctor = sub.add_parser("doctor", help="report versions, cluster variables, detection, "
                             "network and the main port, to paste into a bug report")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
@@ -52,6 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "doctor":
             return _doctor(args.json)
+        if args.check is not None:
+            from fulmen.testing.table import main as check
+
+            return check(args.check, args.json, args.timeout, args.exhaustive)
         return _plugins(args.json, args.detect)
     except FulmenError as exc:
         print(f"fulmen: error: {exc}", file=sys.stderr)

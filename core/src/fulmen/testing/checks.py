@@ -1,0 +1,427 @@
+"""The one-process checks: every kind against its base class's contract, through public API.
+
+``check(kind, name, recorder, folder)`` records one verdict per clause of the kind and returns
+what the runner needs next (for a strategy: whether it runs several processes).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import fulmen
+from fulmen.testing import models
+from fulmen.testing.clauses import PASS, SKIP, clauses_for
+from fulmen.testing.record import Recorder, Skip
+
+BASES = {"accelerator": fulmen.Accelerator, "strategy": fulmen.Strategy,
+         "precision": fulmen.Precision, "environment": fulmen.ClusterEnvironment}
+
+
+def record_for(kind: str, name: str) -> Any:
+    entry = fulmen.get_plugin_manager().catalog().find(kind, name)
+    if entry is None:
+        raise Skip(f"no active plugin registers the {kind} {name!r}")
+    return entry.record
+
+
+def load(kind: str, name: str) -> Any:
+    """Construct ``name`` from its record; a missing third-party dependency is a skip."""
+    try:
+        instance = record_for(kind, name).create()
+    except Exception as exc:
+        cause = exc if isinstance(exc, ImportError) else exc.__cause__
+        if isinstance(cause, ImportError):
+            raise Skip(f"a dependency is not installed here: {exc}") from exc
+        raise
+    assert isinstance(instance, BASES[kind]), (
+        f"{kind} {name!r} constructs a {type(instance).__name__}, which does not subclass "
+        f"fulmen.{BASES[kind].__name__}")
+    return instance
+
+
+def usable_accelerator(names: tuple[str, ...]) -> str:
+    """``cpu`` if allowed (an empty list allows all), else the first available one."""
+    if not names or "cpu" in names:
+        return "cpu"
+    for name in names:
+        entry = fulmen.get_plugin_manager().catalog().find("accelerator", name)
+        if entry is not None and entry.record.load().is_available():
+            return name
+    raise Skip(f"needs accelerator {' or '.join(names)}, none of which this machine has")
+
+
+def check(kind: str, name: str, rec: Recorder, folder: Path, shared_with: str | None = None
+          ) -> dict[str, Any]:
+    """Record a verdict for every clause of ``kind``; ``shared_with``: a strategy name of the
+    same class and launcher whose runs stand for this one's (only loading is checked here)."""
+    holder: dict[str, Any] = {}
+
+    def loads() -> None:
+        holder["instance"] = load(kind, name)
+
+    status = rec.clause("plugin.loads", loads)
+    if status != PASS:
+        for clause in clauses_for(kind)[1:]:
+            rec.result(clause.id, SKIP, f"plugin.loads: {status}: {rec.last}"
+                       if status != SKIP else rec.last)
+        return {}
+    if shared_with is not None:
+        return {"shares": shared_with}
+    return CHECKS[kind](name, holder["instance"], rec, folder)
+
+
+# ------------------------------------------------------------------ accelerator
+
+
+def check_accelerator(name: str, acc: Any, rec: Recorder, folder: Path) -> dict[str, Any]:
+    state: dict[str, Any] = {}
+
+    def availability() -> None:
+        available, count = type(acc).is_available(), type(acc).auto_device_count()
+        assert isinstance(available, bool), f"is_available() returned {available!r}, not a bool"
+        assert isinstance(count, int) and not isinstance(count, bool) and count >= 0, (
+            f"auto_device_count() returned {count!r}, not an int >= 0")
+        state["available"], state["count"] = available, count
+
+    rec.clause("accelerator.availability", availability)
+
+    def need_device() -> None:
+        if "available" not in state:
+            raise Skip("accelerator.availability failed")
+        if not state["available"] or not state["count"]:
+            note = type(acc).availability_note() or "no device"
+            raise Skip(f"no {name} device on this machine ({note})")
+
+    def parse() -> None:
+        need_device()
+        one = acc.parse_devices(1)
+        assert one == [0], f"parse_devices(1) returned {one!r}, expected [0]"
+        every = acc.parse_devices("auto")
+        assert every == list(range(state["count"])), (
+            f"parse_devices('auto') returned {every!r}, expected "
+            f"{list(range(state['count']))} (auto_device_count() is {state['count']})")
+        for bad in (0, "x", [0, 0]):
+            try:
+                got = acc.parse_devices(bad)
+            except fulmen.ConfigurationError:
+                continue
+            raise AssertionError(f"parse_devices({bad!r}) returned {got!r} instead of raising "
+                                 "fulmen.ConfigurationError")
+
+    def setup() -> None:
+        need_device()
+        devices = type(acc).get_parallel_devices([0])
+        assert isinstance(devices, list) and len(devices) == 1 and all(
+            isinstance(d, torch.device) and d.type == acc.device_type for d in devices), (
+            f"get_parallel_devices([0]) returned {devices!r}, expected "
+            f"[torch.device({acc.device_type!r}, 0)]")
+        acc.setup_device(devices[0])
+        torch.ones(2, device=devices[0]).sum().item()
+        acc.teardown()
+
+    rec.clause("accelerator.parse_devices", parse)
+    rec.clause("accelerator.setup", setup)
+    return {}
+
+
+# ------------------------------------------------------------------ precision
+
+
+def check_precision(name: str, precision: Any, rec: Recorder, folder: Path) -> dict[str, Any]:
+    record = record_for("precision", name)
+    state: dict[str, Any] = {}
+
+    def forward_backward() -> None:
+        acc_name = usable_accelerator(tuple(record.accelerators))
+        acc = load("accelerator", acc_name)
+        if not type(acc).is_available():
+            raise Skip(f"no {acc_name} device on this machine")
+        device = type(acc).get_parallel_devices([0])[0]
+        precision.connect(acc.device_type)
+        torch.manual_seed(0)
+        with precision.module_init_context():
+            model = torch.nn.Linear(4, 2)
+        model = precision.convert_module(model).to(device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        before = [p.detach().clone() for p in model.parameters()]
+        x = precision.convert_input(torch.randn(8, 4, device=device))
+
+        def closure() -> torch.Tensor:
+            optimizer.zero_grad()
+            with precision.forward_context():
+                out = model(x)
+            loss = precision.convert_output(out).float().pow(2).mean()
+            precision.backward(loss)
+            return loss
+
+        precision.optimizer_step(optimizer, closure)
+        params = list(model.parameters())
+        assert all(p.grad is not None for p in params), "backward left a parameter without .grad"
+        assert all(bool(torch.isfinite(p).all()) for p in params), "a parameter is not finite"
+        changed = any(not torch.equal(a, b.detach()) for a, b in zip(before, params))
+        assert changed, "optimizer_step did not change any parameter"
+        state["device_type"] = acc.device_type
+
+    def round_trip() -> None:
+        if "device_type" not in state:
+            raise Skip("precision.forward_backward did not pass")
+        saved = precision.state_dict()
+        assert isinstance(saved, dict), f"state_dict() returned {type(saved).__name__}, not dict"
+        buffer = io.BytesIO()
+        torch.save(saved, buffer)
+        buffer.seek(0)
+        loaded = torch.load(buffer, weights_only=True)
+        fresh = load("precision", name)
+        fresh.connect(state["device_type"])
+        fresh.load_state_dict(loaded)
+        again = fresh.state_dict()
+        assert same(again, saved), (f"load_state_dict(state) then state_dict() gives {again!r}, "
+                                    f"not the saved {saved!r}")
+
+    rec.clause("precision.forward_backward", forward_backward)
+    rec.clause("precision.state", round_trip)
+    return {}
+
+
+def same(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and bool(torch.equal(a.cpu(), b.cpu()))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return bool(a == b)
+
+
+# ------------------------------------------------------------------ environment
+
+
+def check_environment(name: str, env: Any, rec: Recorder, folder: Path) -> dict[str, Any]:
+    state: dict[str, Any] = {}
+
+    def detect_pure() -> None:
+        environ, cwd = dict(os.environ), os.getcwd()
+        found = type(env).detect()
+        after, now = dict(os.environ), os.getcwd()
+        assert isinstance(found, bool), f"detect() returned {found!r}, not a bool"
+        changed = sorted(k for k in environ.keys() | after.keys() if environ.get(k) != after.get(k))
+        if changed:
+            os.environ.clear()
+            os.environ.update(environ)
+        if now != cwd:
+            os.chdir(cwd)
+        assert not changed, f"detect() changed environment variables: {', '.join(changed)}"
+        assert now == cwd, f"detect() changed the working directory from {cwd} to {now}"
+        state["detected"] = found
+
+    def ranks() -> str:
+        try:
+            external = env.creates_processes_externally
+            assert isinstance(external, bool), (
+                f"creates_processes_externally is {external!r}, not a bool")
+            if not external:
+                env.set_world_size(2)
+                env.set_global_rank(1)
+            world, rank = env.world_size(), env.global_rank()
+            local, node = env.local_rank(), env.node_rank()
+            address, port = env.main_address, env.main_port
+        except Exception as exc:
+            if state.get("detected") is False:
+                raise Skip(f"not running under {name!r} here (detect() is False) and it cannot "
+                           f"report ranks outside it: {type(exc).__name__}: {exc}") from exc
+            raise
+        values = {"world_size()": world, "global_rank()": rank, "local_rank()": local,
+                  "node_rank()": node, "main_port": port}
+        for what, value in values.items():
+            assert isinstance(value, int) and not isinstance(value, bool), (
+                f"{what} returned {value!r}, not an int")
+        assert isinstance(address, str) and address, f"main_address is {address!r}"
+        assert 1 <= port <= 65535, f"main_port is {port}, not a port number"
+        assert world >= 1 and 0 <= rank < world, (
+            f"global_rank() {rank} is not in range(world_size()={world})")
+        assert 0 <= local <= rank and node >= 0, (
+            f"local_rank() {local} / node_rank() {node} do not fit global_rank() {rank}")
+        if not external:
+            assert (world, rank) == (2, 1), (
+                f"after set_world_size(2) and set_global_rank(1) the environment reports world "
+                f"size {world} and rank {rank}")
+        return f"world_size={world} rank={rank} external={external}"
+
+    rec.clause("environment.detect_pure", detect_pure)
+    rec.clause("environment.ranks", ranks)
+    return {}
+
+
+# ------------------------------------------------------------------ strategy
+
+
+def trainer_args(folder: Path, **extra: Any) -> dict[str, Any]:
+    return {"logger": False, "enable_progress_bar": False, "enable_model_summary": False,
+            "enable_checkpointing": False, "num_sanity_val_steps": 0,
+            "default_root_dir": str(folder), **extra}
+
+
+def check_strategy(name: str, strategy: Any, rec: Recorder, folder: Path) -> dict[str, Any]:
+    record = record_for("strategy", name)
+    state: dict[str, Any] = {}
+    folder.mkdir(parents=True, exist_ok=True)
+    environ = dict(os.environ)
+
+    def clause(clause_id: str, check: Any) -> None:
+        try:
+            rec.clause(clause_id, check)
+        finally:  # a launcher may mark this process as a launched rank: undo for the next
+            os.environ.clear()
+            os.environ.update(environ)
+
+    def accelerator() -> str:
+        if "accelerator" not in state:
+            state["accelerator"] = usable_accelerator(tuple(record.accelerators))
+        return str(state["accelerator"])
+
+    def trainer() -> None:
+        trainer = fulmen.Trainer(accelerator=accelerator(), devices=1, strategy=name,
+                                 max_steps=2, **trainer_args(folder))
+        trainer.fit(models.KitModule(str(folder), "fit"))
+        assert trainer.global_step == 2, f"trained {trainer.global_step} steps, not max_steps=2"
+        seen = models.summary(folder, "fit")
+        assert seen["steps"] == 2, f"training_step ran {seen['steps']} times, not 2"
+        assert not models.close(seen["weights"], seen["start_weights"], 0.0), (
+            "fit did not change a weight")
+        path = folder / "fit.ckpt"
+        assert path.exists(), "trainer.save_checkpoint in on_train_end wrote no fit.ckpt"
+        state["ckpt"], state["weights"] = path, seen["weights"]
+
+    def checkpoint() -> None:
+        if "ckpt" not in state:
+            raise Skip("strategy.trainer did not pass")
+        trainer = fulmen.Trainer(accelerator=accelerator(), devices=1, strategy=name,
+                                 max_steps=4, **trainer_args(folder))
+        trainer.fit(models.KitModule(str(folder), "resume"), ckpt_path=str(state["ckpt"]))
+        seen = models.summary(folder, "resume")
+        assert seen["start_step"] == 2 and seen["steps"] == 2, (
+            f"the resumed fit started at step {seen['start_step']} and ran {seen['steps']} "
+            "steps; expected 2 and 2 (the checkpoint's global_step was not restored)")
+        assert models.close(seen["start_weights"], state["weights"]), (
+            "the weights at the start of the resumed fit differ from the saved ones")
+
+    def lite() -> None:
+        lite = fulmen.Lite(accelerator=accelerator(), devices=1, strategy=name)
+        out = lite.launch(lite_checks, str(folder))
+        state["collectives"] = out["collectives"]
+        assert len(out["losses"]) == 2 and all(map(math.isfinite, out["losses"])), (
+            f"losses {out['losses']}")
+        assert models.close(out["restored"], out["weights"]), (
+            "lite.load gave other weights than lite.save wrote")
+        assert "model" not in out["rest"] and out["rest"].get("step") == 2, (
+            f"lite.load returned {out['rest']!r}; expected the saved 'step' (2) back and "
+            "'model' loaded into the given module")
+
+    def collectives() -> None:
+        if "collectives" not in state:
+            raise Skip("strategy.lite did not finish")
+        assert not state["collectives"], "; ".join(state["collectives"])
+
+    clause("strategy.trainer", trainer)
+    clause("strategy.checkpoint", checkpoint)
+    clause("strategy.lite", lite)
+    clause("strategy.collectives", collectives)
+    return {}
+
+
+def layout(name: str) -> dict[str, Any]:
+    """How ``devices=2`` runs ``name`` here, found by composing a Trainer (nothing runs):
+    ``{"accelerator", "processes", "launcher", "why"}``. Names of one class with the same
+    launcher and layout differ only in constructor arguments and may share runs."""
+    environ = dict(os.environ)
+    entry = fulmen.get_plugin_manager().catalog().find("strategy", name)
+    if entry is None:
+        return {"processes": 0, "why": f"no active plugin registers {name!r}"}
+    out: dict[str, Any] = {"group": entry.record.target_path}
+    try:
+        out["accelerator"] = accelerator = usable_accelerator(tuple(entry.record.accelerators))
+        trainer = fulmen.Trainer(accelerator=accelerator, devices=2, strategy=name,
+                                 logger=False, enable_progress_bar=False)
+    except Skip as exc:
+        return {"processes": 0, "why": str(exc)}
+    except Exception as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if "accelerator" not in out:
+            raise
+        if isinstance(exc.__cause__, ImportError):  # as in load(): a missing dependency
+            return {"processes": 0, "why": f"a dependency is not installed here: {why}", **out}
+        limit = entry.record.max_devices
+        if isinstance(exc, fulmen.ConfigurationError) and limit is not None and limit < 2:
+            return {"processes": 0, "why": f"its record allows {limit} device: {why}", **out}
+        # The record does not rule out devices=2, so failing to compose it is a broken promise.
+        return {"processes": 0, "error": f"Trainer(devices=2, strategy={name!r}) cannot be "
+                f"composed: {type(exc).__name__}: {why}", **out}
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
+    launcher = trainer.launcher
+    out["launcher"] = None if launcher is None else f"{type(launcher).__module__}:" \
+        f"{type(launcher).__qualname__}"
+    out["processes"] = trainer.world_size
+    if trainer.world_size < 2:
+        out["why"] = f"devices=2 runs in one process (world size {trainer.world_size})"
+    return out
+
+
+def lite_checks(lite: fulmen.Lite, folder: str) -> dict[str, Any]:
+    """In the launched process: train, save and load, then the collectives."""
+    return {**models.lite_train(lite, folder), "collectives": collective_problems(lite)}
+
+
+def collective_problems(owner: Any) -> list[str]:
+    """Run every collective once through ``owner.strategy`` (a Lite or Trainer, inside the run,
+    on every rank); what differs from the contract."""
+    strategy = owner.strategy
+    rank, world = strategy.global_rank, strategy.world_size
+    problems: list[str] = []
+
+    def expect(what: str, got: Any, want: Any) -> None:
+        if not same(got, want):
+            problems.append(f"rank {rank}: {what} gave {got!r}, expected {want!r}")
+
+    def run(what: str, call: Any) -> Any:
+        try:
+            return call()
+        except Exception as exc:
+            problems.append(f"rank {rank}: {what} raised {type(exc).__name__}: {exc}")
+            return None
+
+    device = strategy.root_device
+    total = run("reduce(sum)", lambda: strategy.reduce(torch.tensor(float(rank + 1),
+                                                                    device=device), "sum"))
+    if total is not None:
+        expect("reduce(tensor(rank + 1), 'sum')", float(total), float(world * (world + 1) / 2))
+    mean = run("reduce(mean)", lambda: strategy.reduce(torch.tensor(float(rank), device=device),
+                                                       "mean"))
+    if mean is not None:
+        expect("reduce(tensor(rank), 'mean')", float(mean), (world - 1) / 2)
+    gathered = run("all_gather", lambda: strategy.all_gather(torch.tensor([rank, 7],
+                                                                          device=device)))
+    if gathered is not None:
+        got = gathered.tolist() if isinstance(gathered, torch.Tensor) else gathered
+        if world == 1 and got == [rank, 7]:  # Lightning adds no dimension for one process
+            got = [got]
+        expect("all_gather(tensor([rank, 7]))", got, [[r, 7] for r in range(world)])
+    for src in sorted({0, world - 1}):
+        got = run(f"broadcast(src={src})", lambda s=src: strategy.broadcast({"rank": rank}, s))
+        if got is not None:
+            expect(f"broadcast({{'rank': rank}}, src={src})", got, {"rank": src})
+    run("barrier", lambda: strategy.barrier("fulmen-testing"))
+    return problems
+
+
+CHECKS = {"accelerator": check_accelerator, "precision": check_precision,
+          "environment": check_environment, "strategy": check_strategy}

@@ -1,0 +1,128 @@
+"""The tiny model, data and Lite program the kit trains (importable by spawned workers)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset
+
+import fulmen
+
+
+class Indexed(Dataset[tuple[torch.Tensor, torch.Tensor, int]]):
+    """``n`` seeded samples ``(x, y, index)``: a rank reports which indices it saw."""
+
+    def __init__(self, n: int = 32) -> None:
+        g = torch.Generator().manual_seed(0)
+        self.x = torch.randn(n, 8, generator=g)
+        self.y = (self.x[:, 0] > 0).long()
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+        return self.x[i], self.y[i], i
+
+
+def make_net() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+
+
+def loader() -> DataLoader[Any]:
+    return DataLoader(Indexed(), batch_size=4)
+
+
+class KitModule(fulmen.Module):
+    """Counts its steps and the samples it saw; at the end of ``fit`` each process writes
+    ``<folder>/<tag>-rank<N>.json`` (the run may happen in other processes than the caller's)
+    and calls ``at_train_end(module)`` (the distributed checks hook in there)."""
+
+    def __init__(self, folder: str, tag: str, at_train_end: Any = None) -> None:
+        super().__init__()
+        self.net = make_net()
+        self.folder, self.tag, self.at_train_end = folder, tag, at_train_end
+        self.steps = 0
+        self.seen: list[int] = []
+        self.start: dict[str, Any] = {}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        x, y, idx = batch
+        self.steps += 1
+        self.seen.extend(int(i) for i in idx)
+        return F.cross_entropy(self(x).float(), y)
+
+    def on_train_start(self) -> None:
+        self.start = {"step": self.trainer.global_step,
+                      "weights": flat(self.trainer.strategy.module_state_dict())}
+
+    def on_train_end(self) -> None:
+        strategy = self.trainer.strategy
+        summary = {"rank": strategy.global_rank, "world_size": strategy.world_size,
+                   "steps": self.steps, "seen": self.seen, "start_step": self.start["step"],
+                   "start_weights": self.start["weights"],
+                   "weights": flat(strategy.module_state_dict())}
+        path = Path(self.folder) / f"{self.tag}-rank{strategy.global_rank}.json"
+        path.write_text(json.dumps(summary))
+        # Saved inside the run: with spawned workers the caller's strategy holds no module.
+        self.trainer.save_checkpoint(Path(self.folder) / f"{self.tag}.ckpt")
+        if self.at_train_end is not None:
+            self.at_train_end(self)
+
+    def configure_optimizers(self) -> Any:
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    def train_dataloader(self) -> Any:
+        return loader()
+
+
+def summary(folder: Path, tag: str, rank: int = 0) -> dict[str, Any]:
+    path = folder / f"{tag}-rank{rank}.json"
+    assert path.exists(), f"rank {rank} never reached the end of fit (no {path.name})"
+    return dict(json.loads(path.read_text()))
+
+
+def flat(state: dict[str, Any]) -> list[float]:
+    """Every floating-point tensor of a state dict, flattened into one list (for comparing)."""
+    out: list[float] = []
+    for value in state.values():
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            full = getattr(value, "full_tensor", None)  # a DTensor (sharded strategies)
+            tensor = full() if callable(full) else value
+            out.extend(tensor.detach().float().cpu().flatten().tolist())
+    return out
+
+
+def close(a: list[float], b: list[float], tol: float = 1e-3) -> bool:
+    return len(a) == len(b) and all(abs(x - y) <= tol * (1 + abs(y)) for x, y in zip(a, b))
+
+
+def lite_train(lite: fulmen.Lite, folder: str, steps: int = 2) -> dict[str, Any]:
+    """Train ``steps`` batches with Lite, save, load into a new module; what each rank saw."""
+    model = lite.setup_module(make_net())
+    optimizer = lite.setup_optimizers(torch.optim.SGD(model.parameters(), lr=0.1))
+    data = lite.setup_dataloaders(loader())
+    seen: list[int] = []
+    losses: list[float] = []
+    for step, (x, y, idx) in enumerate(data):
+        if step == steps:
+            break
+        seen.extend(int(i) for i in idx)
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x).float(), y)
+        lite.backward(loss)
+        optimizer.step()
+        losses.append(float(loss.detach()))
+    path = Path(folder) / "lite.ckpt"
+    lite.save(path, {"model": model, "optimizer": optimizer, "step": steps})
+    restored = lite.setup_module(make_net())
+    rest = lite.load(path, {"model": restored})
+    return {"seen": seen, "losses": losses, "rest": rest,
+            "weights": flat(model.state_dict()), "restored": flat(restored.state_dict())}

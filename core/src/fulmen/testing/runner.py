@@ -1,0 +1,307 @@
+"""Plan and run the checks: which names, which processes, every one with a timeout.
+
+The runner imports neither torch nor plugin code: it reads the catalog (names, plugins,
+distributions) and starts ``python -m fulmen.testing.worker`` processes. A process that hangs
+is killed at its timeout and the clause it was in fails; a process that dies fails its clause
+with its exit status and the end of its output; the next names run in a new process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fulmen.errors import ConfigurationError, format_choices
+from fulmen.testing.clauses import FAIL, PASS, SKIP, Result, clauses_for
+from fulmen.testing.record import read
+
+KINDS = ("accelerator", "precision", "environment", "strategy")
+PROCESS_CLAUSES = ("strategy.processes", "strategy.trainer_processes", "strategy.lite_processes")
+RANK_VARIABLES = ("LOCAL_RANK", "RANK", "WORLD_SIZE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT",
+                  "GROUP_RANK", "LOCAL_WORLD_SIZE", "FULMEN_LAUNCHED")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One registered name to check, with the plugin and distribution that provide it."""
+
+    kind: str
+    name: str
+    plugin: str
+    distribution: str
+    group: str  # the record's target: names that share it differ only in constructor arguments
+
+
+@dataclass
+class Report:
+    """Every verdict of a run, and how long it took."""
+
+    results: list[Result] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def failures(self) -> list[Result]:
+        return [r for r in self.results if r.status == FAIL]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def for_name(self, kind: str, name: str) -> dict[str, Result]:
+        return {r.clause: r for r in self.results if (r.kind, r.name) == (kind, name)}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "seconds": round(self.seconds, 1),
+                "results": [r.as_dict() for r in self.results]}
+
+
+def select_targets(names: Sequence[str] | None = None) -> list[Target]:
+    """``names``: registered names or aliases (``ddp``), or plugin (entry-point) names meaning
+    every name that plugin registers; none: every active plugin's names."""
+    from fulmen.manager import get_plugin_manager
+
+    catalog = get_plugin_manager().catalog()
+    every = [Target(kind, e.name, e.plugin.name, e.plugin.distribution or "(runtime)",
+                    e.record.target_path)
+             for kind in KINDS for e in catalog.entries(kind)]
+    if not names:
+        return every
+    chosen: list[Target] = []
+    for given in names:
+        key = str(given).strip().lower()
+        hits = [t for t in every if t.plugin == key]
+        for kind in KINDS:
+            entry = catalog.find(kind, key)
+            if entry is not None:
+                hits += [t for t in every if (t.kind, t.name) == (kind, entry.name)]
+        if not hits:
+            plugins, known = sorted({t.plugin for t in every}), sorted({t.name for t in every})
+            raise ConfigurationError(
+                f"{given!r} is neither a registered name nor an installed plugin. Plugins: "
+                f"{format_choices(plugins)}; names: {format_choices(known)}.")
+        for t in hits:
+            if t not in chosen:
+                chosen.append(t)
+    return sorted(chosen, key=lambda t: (KINDS.index(t.kind), t.name))
+
+
+class Runner:
+    """Runs the checks of ``targets``; ``progress(line)`` hears what starts."""
+
+    def __init__(self, timeout: float = 120.0, exhaustive: bool = False,
+                 progress: Callable[[str], None] | None = None) -> None:
+        self.timeout, self.exhaustive = timeout, exhaustive
+        self.progress = progress or (lambda line: None)
+        self.verdicts: dict[tuple[str, str, str], tuple[str, str]] = {}
+        self.plans: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def run(self, targets: Sequence[Target]) -> Report:
+        start = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="fulmen-check-") as tmp:
+            root = Path(tmp)
+            self.local(list(targets), root / "local")
+            self.processes([t for t in targets if t.kind == "strategy"], root)
+        report = Report(seconds=time.monotonic() - start)
+        for t in targets:
+            for clause in clauses_for(t.kind):
+                status, detail = self.verdicts.get((t.kind, t.name, clause.id),
+                                                   (FAIL, "the kit recorded no verdict"))
+                report.results.append(Result(t.kind, t.name, clause.id, status, detail,
+                                             t.plugin, t.distribution))
+        return report
+
+    def note(self, t: Target, clause: str, status: str, detail: str) -> None:
+        """Keep the worst verdict per clause: fail over pass over skip."""
+        key = (t.kind, t.name, clause)
+        old = self.verdicts.get(key)
+        rank = {FAIL: 2, PASS: 1, SKIP: 0}
+        if old is None or rank[status] > rank[old[0]]:
+            self.verdicts[key] = (status, detail)
+
+    # ------------------------------------------------------------------ one process
+
+    def local(self, targets: list[Target], folder: Path) -> None:
+        remaining = list(targets)
+        attempt = 0
+        while remaining:
+            attempt += 1
+            work = folder / f"try{attempt}"
+            work.mkdir(parents=True)
+            self.progress("checking " + ", ".join(f"{t.kind} {t.name!r}" for t in remaining))
+            job = {"mode": "local", "targets": [[t.kind, t.name] for t in remaining],
+                   "folder": str(work), "share": not self.exhaustive}
+            timeout = self.timeout * len([t for t in remaining if t.kind == "strategy"] or [1])
+            failure = run_job(job, work, timeout)
+            lines = read(work / "results.jsonl")
+            by_key = {(t.kind, t.name): t for t in remaining}
+            done: set[tuple[str, str]] = set()
+            current: tuple[Target, str] | None = None
+            for line in lines:
+                t = by_key.get((line["kind"], line["name"]))
+                if t is None:
+                    continue
+                if line["event"] == "start":
+                    current = (t, line["clause"])
+                elif line["event"] == "result":
+                    self.note(t, line["clause"], line["status"], line["detail"])
+                    current = None
+                elif line["event"] == "plan":
+                    self.plans[(t.kind, t.name)] = line
+                    done.add((t.kind, t.name))
+            if failure is None:
+                for t in remaining:
+                    if (t.kind, t.name) not in done:
+                        self.note(t, "plugin.loads", FAIL, "the check process ended early")
+                return
+            stuck = current[0] if current else next(
+                (t for t in remaining if (t.kind, t.name) not in done), None)
+            if stuck is None:
+                return
+            clause = current[1] if current else "plugin.loads"
+            self.note(stuck, clause, FAIL, failure)
+            for c in clauses_for(stuck.kind):
+                self.note(stuck, c.id, SKIP, f"not checked: {clause} did not finish")
+            done.add((stuck.kind, stuck.name))
+            remaining = [t for t in remaining if (t.kind, t.name) not in done]
+
+    # ------------------------------------------------------------------ two processes
+
+    def processes(self, strategies: list[Target], root: Path) -> None:
+        by_name = {t.name: t for t in strategies}
+        for t in strategies:
+            plan = self.plans.get((t.kind, t.name), {})
+            if plan.get("shares"):
+                continue
+            if plan.get("error"):
+                self.note(t, PROCESS_CLAUSES[0], FAIL, plan["error"])
+                for clause in PROCESS_CLAUSES[1:]:
+                    self.note(t, clause, SKIP, "strategy.processes failed")
+            elif plan.get("processes", 0) < 2:
+                why = plan.get("why", "its one-process checks did not finish")
+                for clause in PROCESS_CLAUSES:
+                    self.note(t, clause, SKIP, why)
+            else:
+                self.two_processes(t, plan, root / f"processes-{t.name}")
+        for t in strategies:  # same class and launcher, other constructor arguments
+            first = by_name.get(self.plans.get((t.kind, t.name), {}).get("shares", ""))
+            if first is None:
+                continue
+            for c in clauses_for(t.kind)[1:]:
+                status, detail = self.verdicts.get((first.kind, first.name, c.id),
+                                                   (FAIL, "no verdict"))
+                shared = f"shared run with {first.name!r} (same class and launcher)"
+                self.note(t, c.id, status, f"{shared}: {detail}" if detail else shared)
+
+    def two_processes(self, t: Target, plan: dict[str, Any], folder: Path) -> None:
+        folder.mkdir(parents=True)
+        self.progress(f"running strategy {t.name!r} on 2 processes")
+        world = int(plan["processes"])
+        job = {"mode": "processes", "name": t.name, "accelerator": plan["accelerator"],
+               "folder": str(folder)}
+        failure = run_job(job, folder, self.timeout)
+        ranks = {r: [line for line in read(folder / f"rank{r}.jsonl")] for r in range(world)}
+
+        def events(phase: str, event: str) -> dict[int, dict[str, Any]]:
+            return {r: line for r, lines in ranks.items() for line in lines
+                    if line.get("phase") == phase and line.get("event") == event}
+
+        suffix = f" ({failure})" if failure else ""
+        for phase, clause in (("trainer", "strategy.trainer_processes"),
+                              ("lite", "strategy.lite_processes")):
+            trained = events(phase, "trained")
+            missing = [r for r in range(world) if r not in trained]
+            if missing:
+                self.note(t, clause, FAIL, f"ranks {missing} of {world} never finished "
+                          f"{'fit' if phase == 'trainer' else 'the Lite loop'}{suffix}")
+                continue
+            problems = [f"rank {r} trained {e['steps']} steps, not 2" for r, e in trained.items()
+                        if e["steps"] != 2]
+            problems += [f"rank {r} reports world size {e['world_size']}, not {world}"
+                         for r, e in trained.items() if e["world_size"] != world]
+            seen = [set(e["seen"]) for e in trained.values()]
+            if any(a & b for i, a in enumerate(seen) for b in seen[i + 1:]):
+                problems.append("the ranks trained on the same samples (no distributed sampler)")
+            for r, e in events(phase, "checkpoint").items():
+                if e.get("problem"):
+                    problems.append(f"rank {r} checkpoint: {e['problem']}")
+            problems += [f"rank {r}: lite.load gave other weights than lite.save wrote"
+                         for r, e in trained.items() if e.get("restored") is False]
+            self.note(t, clause, FAIL if problems else PASS, "; ".join(problems))
+            gathered = events(phase, "collectives")
+            problems = [p for e in gathered.values() for p in e["problems"]]
+            if len(gathered) == world:
+                self.note(t, "strategy.collectives", FAIL if problems else PASS,
+                          "; ".join(f"{world} processes, {p}" for p in problems))
+        reported = {e["rank"] for e in [*events("trainer", "trained").values(),
+                                        *events("lite", "started").values()]}
+        if not any(ranks.values()):
+            self.note(t, "strategy.processes", FAIL,
+                      f"no rank reported: the strategy declares world size {world} for "
+                      "devices=2, but no process got past joining the process group (were "
+                      f"the other processes ever started?){suffix}")
+            for clause in PROCESS_CLAUSES[1:]:
+                self.verdicts[(t.kind, t.name, clause)] = (SKIP, "strategy.processes failed")
+        elif reported != set(range(world)):
+            self.note(t, "strategy.processes", FAIL,
+                      f"only ranks {sorted(reported)} of {world} reported{suffix}")
+        elif failure:
+            self.note(t, "strategy.processes", FAIL, failure)
+        else:
+            self.note(t, "strategy.processes", PASS, f"{world} processes")
+
+
+def run_job(job: dict[str, Any], folder: Path, timeout: float) -> str | None:
+    """Run a worker on ``job``; None when it exits with 0, else what went wrong."""
+    path = folder / "job.json"
+    path.write_text(json.dumps(job))
+    log = folder / "output.log"
+    env = worker_environment()
+    with open(log, "wb") as out:
+        process = subprocess.Popen([sys.executable, "-m", "fulmen.testing.worker", str(path)],
+                                   stdout=out, stderr=subprocess.STDOUT, env=env, cwd=folder,
+                                   start_new_session=True)
+        try:
+            code = process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            kill(process)
+            return f"timed out after {timeout:g} s and was killed; output: {tail(log)}"
+        except BaseException:
+            kill(process)
+            raise
+    if code != 0:
+        return f"the check process exited with status {code}: {tail(log)}"
+    return None
+
+
+def kill(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except OSError:
+        process.kill()
+    process.wait()
+
+
+def tail(log: Path, lines: int = 6) -> str:
+    text = log.read_text(errors="replace").strip().splitlines() if log.exists() else []
+    useful = [line for line in text if line.strip()][-lines:]
+    return " | ".join(useful) if useful else "(no output)"
+
+
+def worker_environment() -> dict[str, str]:
+    """This environment without rank variables, one thread per process, and this process's
+    import path (plugins found on ``sys.path`` only are found by the workers too)."""
+    env = {k: v for k, v in os.environ.items() if k not in RANK_VARIABLES}
+    env.setdefault("OMP_NUM_THREADS", "1")
+    prefixes = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
+    extra = [p for p in sys.path if p and os.path.isdir(p) and not p.startswith(prefixes)]
+    env["PYTHONPATH"] = os.pathsep.join([*extra, *filter(None, [env.get("PYTHONPATH")])])
+    return env

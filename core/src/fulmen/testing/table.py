@@ -1,0 +1,67 @@
+"""``fulmen plugins --check``: run the kit and print the verdicts as a table."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+from fulmen.testing.clauses import FAIL, SKIP
+from fulmen.testing.runner import Report, Runner, select_targets
+
+MARK = {"pass": "pass", "fail": "FAIL", "skip": "skip"}
+
+
+def main(names: Sequence[str], as_json: bool = False, timeout: float = 120.0,
+         exhaustive: bool = False) -> int:
+    """Check ``names`` (every installed plugin when empty); 0 when no clause fails."""
+    targets = select_targets(names)
+    print(f"fulmen: checking {len(targets)} names against the plugin contracts "
+          "(fulmen.testing)...", file=sys.stderr, flush=True)
+    report = Runner(timeout=timeout, exhaustive=exhaustive,
+                    progress=lambda line: print(f"  {line}", file=sys.stderr, flush=True)
+                    ).run(targets)
+    if as_json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        print(render(report))
+    return 0 if report.ok else 1
+
+
+def render(report: Report, width: int = 60) -> str:
+    """The table (one row per name and clause), then every failure with its fix."""
+    rows = [("plugin", "distribution", "name", "clause", "result")]
+    for r in report.results:
+        note = "" if r.status != SKIP or not r.detail else f" ({shorten(r.detail, width)})"
+        rows.append((r.plugin, r.distribution, f"{r.kind} {r.name}", r.clause,
+                     MARK[r.status] + note))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths)) + "  " + row[4]
+             for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths) + "  ------")
+    failures = report.failures
+    if failures:
+        lines.append(f"\n{len(failures)} clause(s) failed:")
+        for r in failures:
+            lines.append(f"- {r.kind} {r.name!r} (plugin {r.plugin!r}, {r.distribution}) breaks "
+                         f"{r.clause}: {r.detail}\n    fix: {r.fix}")
+    counts = {s: sum(r.status == s for r in report.results) for s in ("pass", FAIL, SKIP)}
+    names = len({(r.kind, r.name) for r in report.results})
+    lines.append(f"\n{names} names: {counts['pass']} clauses passed, {counts[FAIL]} failed, "
+                 f"{counts[SKIP]} skipped, in {report.seconds:.1f} s{load()}")
+    return "\n".join(lines)
+
+
+def load() -> str:
+    """The machine's load next to the elapsed time: on shared machines it explains the time."""
+    try:
+        one_minute = os.getloadavg()[0]
+    except OSError:
+        return ""
+    return f" (load average {one_minute:.1f} on {os.cpu_count()} CPUs)"
+
+
+def shorten(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
