@@ -8,6 +8,7 @@ is rank zero's answer; files are written and removed on rank zero through the st
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 import warnings
@@ -261,6 +262,15 @@ class ModelCheckpoint(Callback):
             if os.path.exists(path):
                 return path
         return None
+
+    def _find_last_checkpoints(self, trainer: Any) -> set[str]:
+        """The "last" checkpoints (``last.ckpt``, ``last-v1.ckpt``...) in the directory."""
+        folder = self._resolve_dirpath(trainer)
+        pattern = re.compile(rf"^{re.escape(self.CHECKPOINT_NAME_LAST)}(-(\d+))?")
+        if not os.path.isdir(folder):
+            return set()
+        return {os.path.normpath(os.path.join(folder, name)) for name in os.listdir(folder)
+                if Path(name).suffix == self.FILE_EXTENSION and pattern.match(Path(name).stem)}
 
     # ------------------------------------------------------------------ decisions
 

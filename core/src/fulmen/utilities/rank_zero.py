@@ -25,7 +25,13 @@ __all__ = ["WarningCache", "get_rank", "rank_prefixed_message", "rank_zero_debug
            "rank_zero_deprecation", "rank_zero_info", "rank_zero_only", "rank_zero_warn",
            "set_rank"]
 
-_impl.log = logging.getLogger("fulmen")
+log = logging.getLogger("fulmen")
+_impl.log = log
+if log.level == logging.NOTSET:  # as Lightning does: info messages show unless configured
+    log.setLevel(logging.INFO)
+if not logging.getLogger().hasHandlers() and not log.handlers:
+    log.addHandler(logging.StreamHandler())
+    log.propagate = False
 RANK_VARIABLES = ("RANK", "LOCAL_RANK", "SLURM_PROCID", "JSM_NAMESPACE_RANK")
 
 
