@@ -85,9 +85,9 @@ def isolate_rng(include_cuda: bool = True) -> Iterator[None]:
 def pl_worker_init_function(worker_id: int, rank: int | None = None) -> None:
     """Seed a dataloader worker from the process's seed, its id and the process rank, so
     workers and processes never share random streams (Lightning's name for it)."""
-    from fulmen.utilities.rank_zero import rank_zero_only
+    from fulmen.utilities.rank_zero import current_rank
 
-    global_rank = rank if rank is not None else rank_zero_only.rank
+    global_rank = rank if rank is not None else current_rank()
     base = torch.initial_seed() - worker_id  # the loader adds the worker id; back it out
     sequence = np.random.SeedSequence([base % (1 << 64), worker_id, global_rank])
     torch_seed, py_hi, py_lo = (int(s) for s in sequence.generate_state(3, dtype=np.uint64))

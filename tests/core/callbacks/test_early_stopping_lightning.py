@@ -339,7 +339,7 @@ def test_min_epochs_min_steps_global_step(tmp_path, limit_train_batches, min_epo
 
 
 def test_early_stopping_mode_options():
-    with pytest.raises(ConfigurationError, match="`mode` can be .* got unknown_option"):
+    with pytest.raises(ConfigurationError, match=r"`mode` can be .* got unknown_option"):
         EarlyStopping(monitor="foo", mode="unknown_option")
 
 

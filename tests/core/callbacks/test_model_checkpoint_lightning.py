@@ -1350,7 +1350,7 @@ def test_checkpointing_with_nan_as_first(tmp_path, mode):
 
     # check that last one is also the best one
     assert len(trainer.saves) == len(monitor)
-    assert mode == "min" and callback.best_model_score == 5 or mode == "max" and callback.best_model_score == 8
+    assert (mode == "min" and callback.best_model_score == 5) or (mode == "max" and callback.best_model_score == 8)
 
 
 def test_checkpoint_repeated_strategy(tmp_path):
@@ -1498,7 +1498,7 @@ def test_configure_model_checkpoint(tmp_path):
     assert trainer.checkpoint_callback == callback1
     assert trainer.checkpoint_callbacks == [callback1, callback2]
 
-    with pytest.raises(ConfigurationError, match="enable_checkpointing=False.*ModelCheckpoint"):
+    with pytest.raises(ConfigurationError, match=r"enable_checkpointing=False.*ModelCheckpoint"):
         Trainer(enable_checkpointing=False, callbacks=[callback1], **kwargs)
 
 
@@ -1699,7 +1699,7 @@ def test_ckpt_version_counter_disabled_after_rerun_new_trainer(tmp_path):
 
 
 def test_model_checkpoint_mode_options():
-    with pytest.raises(ConfigurationError, match="`mode` can be .* but got unknown_option"):
+    with pytest.raises(ConfigurationError, match=r"`mode` can be .* but got unknown_option"):
         ModelCheckpoint(mode="unknown_option")
 
 

@@ -27,7 +27,24 @@ _EXPORTS = {
     "move_data_to_device": "fulmen.utilities.apply_func",
     "AttributeDict": "fulmen.hparams",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "AttributeDict",
+    "WarningCache",
+    "apply_to_collection",
+    "apply_to_collections",
+    "isolate_rng",
+    "move_data_to_device",
+    "pl_worker_init_function",
+    "rank_prefixed_message",
+    "rank_zero_debug",
+    "rank_zero_deprecation",
+    "rank_zero_info",
+    "rank_zero_only",
+    "rank_zero_warn",
+    "reset_seed",
+    "seed_everything",
+    "worker_init_fn",
+]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from lightning_utilities.core.rank_zero import (
     rank_zero_warn,
 )
 
-__all__ = ["WarningCache", "get_rank", "rank_prefixed_message", "rank_zero_debug",
+__all__ = ["WarningCache", "current_rank", "get_rank", "rank_prefixed_message", "rank_zero_debug",
            "rank_zero_deprecation", "rank_zero_info", "rank_zero_only", "rank_zero_warn",
            "set_rank"]
 
@@ -51,6 +51,11 @@ def get_rank() -> int | None:
 rank_zero_only = _impl.rank_zero_only
 if getattr(rank_zero_only, "rank", None) is None:  # keep a rank someone set already
     rank_zero_only.rank = get_rank() or 0  # type: ignore[attr-defined]
+
+
+def current_rank() -> int:
+    """The rank ``rank_zero_only`` uses now."""
+    return int(rank_zero_only.rank)  # type: ignore[attr-defined]
 
 
 def set_rank(rank: int) -> None:
