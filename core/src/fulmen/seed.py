@@ -38,8 +38,8 @@ def seed_everything(seed: int | None = None, workers: bool = False, verbose: boo
             try:
                 seed = int(given)
             except ValueError:
-                raise ConfigurationError(f"FULMEN_GLOBAL_SEED={given!r} is not a seed: use an "
-                                         f"int from 0 to {_MAX}") from None
+                raise ConfigurationError(f"Invalid seed specified via FULMEN_GLOBAL_SEED: "
+                                         f"{given!r}; use an int from 0 to {_MAX}") from None
     elif not isinstance(seed, bool) and isinstance(seed, float | np.integer | str):
         try:
             seed = int(seed)
