@@ -22,7 +22,7 @@ def test_apply_to_collection_and_move_data_to_device_walk_nested_collections():
     doubled = apply_to_collection(batch, torch.Tensor, lambda t: t * 2)
     assert isinstance(doubled["pair"], Pair) and torch.equal(doubled["pair"].a, torch.full((2,), 2.0))
     assert doubled["pair"].b[1] == 3 and doubled["item"].label == "x"
-    moved = move_data_to_device({"m": torch.nn.Linear(1, 1), "t": torch.ones(1).double()}, "meta")
+    moved = move_data_to_device({"m": torch.nn.Linear(1, 1), "t": torch.ones(1)}, "meta")
     assert moved["t"].device.type == "meta" and moved["m"].weight.device.type == "meta"
 
 
