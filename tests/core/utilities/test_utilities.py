@@ -20,7 +20,8 @@ def test_apply_to_collection_and_move_data_to_device_walk_nested_collections():
     Pair = namedtuple("Pair", "a b")
     batch = {"pair": Pair(torch.ones(2), [torch.zeros(1), 3]), "item": Batch(torch.ones(1), "x")}
     doubled = apply_to_collection(batch, torch.Tensor, lambda t: t * 2)
-    assert isinstance(doubled["pair"], Pair) and torch.equal(doubled["pair"].a, torch.full((2,), 2.0))
+    assert isinstance(doubled["pair"], Pair)
+    assert torch.equal(doubled["pair"].a, torch.full((2,), 2.0))
     assert doubled["pair"].b[1] == 3 and doubled["item"].label == "x"
     moved = move_data_to_device({"m": torch.nn.Linear(1, 1), "t": torch.ones(1)}, "meta")
     assert moved["t"].device.type == "meta" and moved["m"].weight.device.type == "meta"
