@@ -17,8 +17,9 @@ def test_checkpoint_and_early_stopping_decisions_come_from_rank_zero(tmp_path):
     assert done.returncode == 0, done.output[-3000:]
     rank0, rank1 = done.json("rank0"), done.json("rank1")
     ckpt = done.out / "ckpt"
-    # rank 0's scores (5, 4, 3, 2 for epochs 0-3; min mode) decide, and both ranks hold the same state
-    assert rank0["best_model_path"] == rank1["best_model_path"] == str(ckpt / "epoch=3-score=2.0.ckpt")
+    # rank 0's scores (5, 4, 3, 2 for epochs 0-3; min mode) decide; both ranks hold the same state
+    best = str(ckpt / "epoch=3-score=2.0.ckpt")
+    assert rank0["best_model_path"] == rank1["best_model_path"] == best
     assert rank0["best_k_models"] == rank1["best_k_models"] == [
         str(ckpt / "epoch=2-score=3.0.ckpt"), str(ckpt / "epoch=3-score=2.0.ckpt")]
     assert rank0["best_model_score"] == rank1["best_model_score"] == 2.0

@@ -8,7 +8,6 @@ import argparse
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 import torch
 from boring import BoringModel
