@@ -193,7 +193,7 @@ def test_methods_work_in_a_plain_script_and_multi_process_strategies_need_launch
     assert model.device == lite.device == torch.device("cpu")
     ddp = fulmen.Lite(accelerator="cpu", strategy="ddp", devices=2)
     with pytest.raises(FulmenError, match=r"lite.all_reduce\(\) was called before the processes "
-                       r"started: strategy 'ddp' runs 2 processes. Call it inside run\(\)"):
+                       r"started: strategy 'ddp' runs 2 processes, so you must call `.launch\(\)`"):
         ddp.all_reduce(1.0)
 
 

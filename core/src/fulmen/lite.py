@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -23,12 +24,41 @@ from fulmen.errors import ConfigurationError, FulmenError
 from fulmen.legacy import translate_flag
 from fulmen.lite_wrappers import EmptyInit, LiteDataLoader, LiteModule, LiteOptimizer
 from fulmen.utilities.apply_func import apply_to_collection
-from fulmen.utilities.rank_zero import set_rank
+from fulmen.utilities.rank_zero import rank_zero_warn, set_rank
 
 
 def _original_run(lite: Lite, *args: Any, **kwargs: Any) -> Any:
     """The subclass's own ``run`` (picklable by reference, for spawned workers)."""
     return type(lite).run.__wrapped__(lite, *args, **kwargs)  # type: ignore[attr-defined]
+
+
+def _do_nothing(lite: Lite) -> None:
+    """What ``launch()`` without a function runs in each process."""
+
+
+def _apply_filter(state: dict[str, Any], filter: Any) -> dict[str, Any]:
+    """Keep the items ``filter[key](name, value)`` accepts in each dict entry of ``state``;
+    an entry left empty is dropped, entries without a filter are kept whole."""
+    if not isinstance(filter, dict):
+        raise ConfigurationError(f"lite.save(filter={filter!r}): the filter should be a dict "
+                                 "of state key -> function (name, value) -> bool")
+    unknown = set(filter) - set(state)
+    if unknown:
+        raise ConfigurationError(f"lite.save(filter=...): the filter keys {unknown} are not "
+                                 f"present in the state keys {sorted(state)}")
+    out: dict[str, Any] = {}
+    for key, value in state.items():
+        keep = filter.get(key)
+        if keep is None or not isinstance(value, Mapping):
+            out[key] = value
+            continue
+        if not callable(keep):
+            raise ConfigurationError(f"lite.save(filter={{{key!r}: {keep!r}}}): each filter "
+                                     f"should be callable, given {keep!r}")
+        kept = {k: v for k, v in value.items() if keep(k, v)}
+        if kept:
+            out[key] = kept
+    return out
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -62,9 +92,9 @@ class Lite(SelectionReport):
                                  plugins=plugins, gpus=gpus, tpu_cores=tpu_cores)
         self._callbacks = _as_list(callbacks)
         self._loggers = _as_list(loggers)
+        self._log_step = 0  # the step of a metric logged without one
         self._launched = False
         self._models_set_up = 0
-        self._set_up: set[int] = set()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -87,11 +117,32 @@ class Lite(SelectionReport):
         raise NotImplementedError(f"{type(self).__name__} has no run(); override it, or call "
                                   "lite.launch(fn) with fn(lite, ...)")
 
-    def launch(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run ``function(self, *args, **kwargs)`` in every process; rank zero's result returns."""
+    def launch(self, function: Callable[..., Any] | None = None, *args: Any,
+               **kwargs: Any) -> Any:
+        """Run ``function(self, *args, **kwargs)`` in every process; rank zero's result returns.
+        Without a function, start the processes (a launcher that re-runs the script) and go
+        on with the script in each."""
+        if function is None:
+            launcher = self.strategy.launcher
+            if launcher is not None and launcher.is_interactive_compatible:
+                raise ConfigurationError(
+                    f"lite.launch() without a function: strategy {self.strategy.name!r} starts "
+                    "its processes from a function, so pass the function to run in each: "
+                    "lite.launch(train)")
+            return self._launch(_do_nothing, self)
         if not callable(function):
-            raise ConfigurationError(f"lite.launch(...) needs a function, got "
-                                     f"{type(function).__name__}")
+            raise ConfigurationError(f"lite.launch(...) needs to be a callable taking the Lite "
+                                     f"first, got {type(function).__name__}: pass the function "
+                                     "itself, lite.launch(train), not lite.launch(train(lite))")
+        try:
+            takes = inspect.signature(function).parameters.values()
+        except (TypeError, ValueError):  # a builtin without a signature: let the call tell
+            takes = None
+        if takes is not None and not any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD,
+                                                    p.VAR_POSITIONAL) for p in takes):
+            raise ConfigurationError(f"lite.launch({getattr(function, '__name__', function)}): "
+                                     "the function needs to take at least one argument, the "
+                                     "Lite: def train(lite): ...")
         return self._launch(function, self, *args, **kwargs)
 
     def _launch(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -123,8 +174,9 @@ class Lite(SelectionReport):
             self._launched = True
             return
         raise FulmenError(f"lite.{call}() was called before the processes started: strategy "
-                          f"{self.strategy.name!r} runs {self.world_size} processes. Call it "
-                          "inside run() (or the function given to lite.launch)")
+                          f"{self.strategy.name!r} runs {self.world_size} processes, so you must "
+                          "call `.launch()` first, or call it inside run() (or the function "
+                          "given to lite.launch)")
 
     # ------------------------------------------------------------------ loggers and callbacks
 
@@ -142,12 +194,22 @@ class Lite(SelectionReport):
 
     def log_dict(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
         """Send several metrics to every logger (from rank zero)."""
-        if not self._loggers or not self.is_global_zero:
+        values: dict[str, float] = {}
+        for key, value in metrics.items():
+            if isinstance(value, torch.Tensor):
+                if value.numel() != 1:
+                    raise ConfigurationError(
+                        f"lite.log({key!r}, tensor of shape {tuple(value.shape)}): it cannot be "
+                        "converted to a scalar. Log one number (e.g. value.mean())")
+                value = value.item()
+            values[key] = value
+        if step is None:
+            step = self._log_step
+        self._log_step = step + 1
+        if not self.is_global_zero:
             return
-        values = {k: float(v.item() if isinstance(v, torch.Tensor) else v)
-                  for k, v in metrics.items()}
         for logger in self._loggers:
-            logger.log_metrics(values, step=step if step is not None else 0)
+            logger.log_metrics(values, step=step)
 
     def call(self, hook_name: str, *args: Any, **kwargs: Any) -> None:
         """Call ``hook_name(*args, **kwargs)`` on every callback that defines it."""
@@ -156,8 +218,9 @@ class Lite(SelectionReport):
             if method is None:
                 continue
             if not callable(method):
-                raise ConfigurationError(f"lite.call({hook_name!r}): {type(callback).__name__}."
-                                         f"{hook_name} is not callable")
+                rank_zero_warn(f"Skipping the callback `{type(callback).__name__}.{hook_name}` "
+                               "because it is not callable")
+                continue
             method(*args, **kwargs)
 
     # ------------------------------------------------------------------ set-up
@@ -183,14 +246,14 @@ class Lite(SelectionReport):
             raise ConfigurationError(f"lite.setup_module: this {type(module.module).__name__} "
                                      "was set up by another Lite; set the plain module up with "
                                      "this one (model.module is it)")
-        if isinstance(module, LiteModule) or id(module) in self._set_up:
-            name = type(getattr(module, "module", module)).__name__
-            raise FulmenError(f"lite.setup_module: {name} is already set up; set each model up "
-                              "once and keep using what setup returned")
+        if isinstance(module, LiteModule):
+            raise ConfigurationError(
+                f"A model should be passed only once to the `setup_module` method: this "
+                f"{type(module.module).__name__} is already set up. Keep using what setup "
+                "returned (or set up the plain module, model.module)")
         if not isinstance(module, torch.nn.Module):
             raise ConfigurationError(f"lite.setup got a {type(module).__name__}; it takes a "
                                      "torch.nn.Module")
-        self._set_up.add(id(module))
         strategy = self.strategy
         if move_to_device:
             forward = strategy.setup_module(module)
@@ -211,9 +274,10 @@ class Lite(SelectionReport):
         for optimizer in optimizers:
             if isinstance(optimizer, LiteOptimizer):
                 owner = "this" if optimizer.strategy is self.strategy else "another"
-                raise ConfigurationError(f"lite.setup_optimizers: this optimizer is already set "
-                                         f"up by {owner} Lite; pass the plain optimizer "
-                                         "(optimizer.optimizer) to set it up once")
+                raise ConfigurationError(
+                    f"An optimizer should be passed only once to the `setup_optimizers` method: "
+                    f"this {type(optimizer.optimizer).__name__} is already set up by {owner} "
+                    "Lite. Pass the plain optimizer (optimizer.optimizer) to set it up once")
             if not isinstance(optimizer, torch.optim.Optimizer):
                 raise ConfigurationError(f"lite.setup_optimizers got a "
                                          f"{type(optimizer).__name__}; it takes "
@@ -229,8 +293,15 @@ class Lite(SelectionReport):
             "Lite.setup_dataloaders", "replace_sampler", "use_distributed_sampler",
             replace_sampler, use_distributed_sampler, True)
         self._require_launched("setup_dataloaders")
+        if not dataloaders:
+            raise ConfigurationError("`setup_dataloaders` requires at least one dataloader: "
+                                     "lite.setup_dataloaders(train_loader, val_loader)")
         wrapped = []
         for loader in dataloaders:
+            if isinstance(loader, LiteDataLoader):
+                raise ConfigurationError("A dataloader should be passed only once to the "
+                                         "`setup_dataloaders` method: this one is already set "
+                                         "up (its .dataloader is the plain one)")
             if not isinstance(loader, torch.utils.data.DataLoader):
                 raise ConfigurationError(f"lite.setup_dataloaders got a {type(loader).__name__}; "
                                          "it takes torch.utils.data.DataLoader objects")
@@ -281,6 +352,12 @@ class Lite(SelectionReport):
             raise FulmenError("lite.clip_gradients got an optimizer that was not set up; pass "
                               "the one returned by lite.setup")
         self._check_owner(optimizer, "clip_gradients")
+        if norm_type != 2.0 or not error_if_nonfinite:
+            raise ConfigurationError(
+                f"lite.clip_gradients(norm_type={norm_type}, error_if_nonfinite="
+                f"{error_if_nonfinite}): strategies clip by the 2-norm and fail on non-finite "
+                "norms; leave both at their defaults, or clip the module's gradients yourself "
+                "(torch.nn.utils.clip_grad_norm_) after lite.backward")
         value = max_norm if max_norm is not None else clip_val
         return self.strategy.clip_gradients(getattr(module, "module", module),
                                             optimizer.optimizer, float(value),  # type: ignore[arg-type]
@@ -388,13 +465,9 @@ class Lite(SelectionReport):
             path, state = path_or_content, self._state_of(content_or_path)
         else:
             path, state = content_or_path, path_or_content
-        for key, keep in (filter or {}).items():
-            if key not in state or not isinstance(state[key], Mapping) or not callable(keep):
-                raise ConfigurationError(
-                    f"lite.save(filter={{{key!r}: ...}}): a filter is a function (name, value) "
-                    f"-> bool for a dict entry of the state; the state's entries are "
-                    f"{sorted(state)}")
-            state[key] = {k: v for k, v in state[key].items() if keep(k, v)}
+        self._require_launched("save")
+        if filter is not None:
+            state = _apply_filter(state, filter)
         self._check_writable(Path(path))
         self.strategy.save_checkpoint(state, path)
         self.strategy.barrier("lite.save")

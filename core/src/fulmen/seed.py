@@ -96,9 +96,7 @@ def pl_worker_init_function(worker_id: int, rank: int | None = None) -> None:
     np.random.seed(sequence.generate_state(4))
 
 
-def worker_init_fn(worker_id: int, rank: int | None = None) -> None:
-    """fulmen's name for :func:`pl_worker_init_function`."""
-    pl_worker_init_function(worker_id, rank)
+worker_init_fn = pl_worker_init_function  # fulmen's earlier name for it
 
 
 def rng_states() -> dict[str, Any]:
