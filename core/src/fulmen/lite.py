@@ -36,6 +36,10 @@ def _do_nothing(lite: Lite) -> None:
     """What ``launch()`` without a function runs in each process."""
 
 
+def _NO_FUNCTION(lite: Lite) -> None:
+    """``launch()``'s default: no function was given."""
+
+
 def _apply_filter(state: dict[str, Any], filter: Any) -> dict[str, Any]:
     """Keep the items ``filter[key](name, value)`` accepts in each dict entry of ``state``;
     an entry left empty is dropped, entries without a filter are kept whole."""
@@ -117,12 +121,12 @@ class Lite(SelectionReport):
         raise NotImplementedError(f"{type(self).__name__} has no run(); override it, or call "
                                   "lite.launch(fn) with fn(lite, ...)")
 
-    def launch(self, function: Callable[..., Any] | None = None, *args: Any,
+    def launch(self, function: Callable[..., Any] = _NO_FUNCTION, *args: Any,
                **kwargs: Any) -> Any:
         """Run ``function(self, *args, **kwargs)`` in every process; rank zero's result returns.
         Without a function, start the processes (a launcher that re-runs the script) and go
         on with the script in each."""
-        if function is None:
+        if function is _NO_FUNCTION:
             launcher = self.strategy.launcher
             if launcher is not None and launcher.is_interactive_compatible:
                 raise ConfigurationError(
@@ -511,6 +515,7 @@ class Lite(SelectionReport):
         elif isinstance(target, LiteOptimizer):
             self._check_owner(target, "load")
             self.strategy.load_optimizer_state(target.optimizer, value)
+            target.refresh()
         elif isinstance(target, torch.optim.Optimizer) or callable(
                 getattr(target, "load_state_dict", None)):
             target.load_state_dict(value)

@@ -105,9 +105,17 @@ class LiteOptimizer:
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self._optimizer.load_state_dict(state_dict)
+        self.refresh()
 
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        self._optimizer.zero_grad(set_to_none=set_to_none)
+    def refresh(self) -> None:
+        """Share the optimizer's attributes again (loading a state replaces ``state`` and
+        ``param_groups`` with new objects)."""
+        self.__dict__.update({k: v for k, v in self._optimizer.__dict__.items()
+                              if k not in ("state_dict", "step", "zero_grad")})
+
+    def zero_grad(self, *args: Any, **kwargs: Any) -> None:
+        """The optimizer's own ``zero_grad``, with whatever arguments its class takes."""
+        self._optimizer.zero_grad(*args, **kwargs)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         return self._strategy.optimizer_step(self._optimizer, closure)
