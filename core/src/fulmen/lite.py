@@ -459,16 +459,17 @@ class Lite(SelectionReport):
 
     # ------------------------------------------------------------------ checkpoints
 
-    def save(self, path_or_content: Any, content_or_path: Any,
+    def save(self, path: Any, state: Any,
              filter: dict[str, Callable[[str, Any], bool]] | None = None) -> None:
         """``save(path, {"model": model, "optimizer": optimizer, "step": 3})`` (Fabric's form:
-        modules and optimizers become their state), or ``save(model.state_dict(), path)``.
-        ``filter`` maps a key of the state to ``fn(name, value) -> bool`` choosing which of
-        that entry's items are kept (e.g. only trainable weights). Written once, atomically."""
-        if isinstance(path_or_content, str | os.PathLike) and isinstance(content_or_path, dict):
-            path, state = path_or_content, self._state_of(content_or_path)
-        else:
-            path, state = content_or_path, path_or_content
+        modules and optimizers become their state), or ``save(path, model.state_dict())``;
+        LightningLite's order ``save(content, path)`` is accepted too. ``filter`` maps a key of
+        the state to ``fn(name, value) -> bool`` choosing which of that entry's items are kept
+        (e.g. only trainable weights). Written once, atomically."""
+        if isinstance(path, Mapping) and isinstance(state, str | os.PathLike):
+            path, state = state, path  # LightningLite's save(content, filepath)
+        if isinstance(state, Mapping):
+            state = self._state_of(dict(state))
         self._require_launched("save")
         if filter is not None:
             state = _apply_filter(state, filter)
