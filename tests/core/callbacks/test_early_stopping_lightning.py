@@ -390,8 +390,9 @@ _ES_CHECK_P3 = {"patience": 3, "check_on_train_epoch_end": True}
     ],
 )
 def test_multiple_early_stopping_callbacks(tmp_path, callbacks, expected_stop_epoch, check_on_train_epoch_end):
-    """Ensure when using multiple early stopping callbacks we stop if any signals we should stop. (The ddp_spawn
-    cases are in test_early_stopping_ranks.py, where each runs in real processes with a timeout.)"""
+    """Ensure when using multiple early stopping callbacks we stop if any signals we should stop. (Lightning's five
+    ddp_spawn cases are not repeated here: test_callback_ranks.py runs EarlyStopping under ddp on two real processes,
+    with rank 0 alone diverging, and checks that every rank stops at the same epoch.)"""
     model = EarlyStoppingModel(expected_stop_epoch, check_on_train_epoch_end)
     trainer = Trainer(
         default_root_dir=tmp_path,

@@ -353,7 +353,7 @@ def test_pickling(tmp_path):
 
 @pytest.mark.skip(reason="counts torch.save calls by replacing it with a Mock in a ddp_spawn run; "
                          "fulmen's tests never patch internals. Rank agreement is covered by "
-                         "tests/core/callbacks/test_checkpoint_ranks.py")
+                         "tests/core/callbacks/test_callback_ranks.py")
 def test_model_checkpoint_no_extraneous_invocations(tmp_path):
     pass
 
