@@ -31,3 +31,14 @@ def test_attribute_dict():
     params = AttributeDict(lr=0.1)
     params.batch_size = 8
     assert params["batch_size"] == 8 and params.lr == 0.1
+
+
+def test_fulmen_utilities_is_reachable_from_fulmen_without_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, fulmen\n"
+            "print(fulmen.utilities.rank_zero_only.__name__, 'torch' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         check=True)
+    assert out.stdout.split() == ["rank_zero_only", "False"]
