@@ -186,11 +186,15 @@ def test_misuse_is_explained(call, message):
         fulmen.Lite().launch(call)
 
 
-def test_collectives_before_run_are_refused():
-    lite = fulmen.Lite()
+def test_methods_work_in_a_plain_script_and_multi_process_strategies_need_launch():
+    lite = fulmen.Lite(accelerator="cpu")  # one process: no launch() needed, as with Fabric
+    assert lite.all_reduce(1.0) == 1.0
+    model = lite.setup(net())
+    assert model.device == lite.device == torch.device("cpu")
+    ddp = fulmen.Lite(accelerator="cpu", strategy="ddp", devices=2)
     with pytest.raises(FulmenError, match=r"lite.all_reduce\(\) was called before the processes "
-                       r"started; call it inside run\(\)"):
-        lite.all_reduce(1.0)
+                       r"started: strategy 'ddp' runs 2 processes, so you must call `.launch\(\)`"):
+        ddp.all_reduce(1.0)
 
 
 def test_rank_zero_first_and_print(capsys):

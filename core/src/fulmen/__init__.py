@@ -72,7 +72,7 @@ __all__ = [
 ]
 
 
-_SUBMODULES = {"callbacks", "loggers", "compat"}  # ``fulmen.callbacks.ModelCheckpoint``...
+_SUBMODULES = {"callbacks", "loggers", "compat", "utilities"}  # ``fulmen.callbacks.X``...
 _lazy_getattr, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 

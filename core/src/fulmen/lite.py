@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,53 @@ from fulmen.apply import apply_to_tensors
 from fulmen.connector import SelectionReport, select
 from fulmen.errors import ConfigurationError, FulmenError
 from fulmen.legacy import translate_flag
-from fulmen.lite_wrappers import LiteDataLoader, LiteModule, LiteOptimizer
+from fulmen.lite_wrappers import EmptyInit, LiteDataLoader, LiteModule, LiteOptimizer
+from fulmen.utilities.apply_func import apply_to_collection
+from fulmen.utilities.rank_zero import rank_zero_warn, set_rank
 
 
 def _original_run(lite: Lite, *args: Any, **kwargs: Any) -> Any:
     """The subclass's own ``run`` (picklable by reference, for spawned workers)."""
     return type(lite).run.__wrapped__(lite, *args, **kwargs)  # type: ignore[attr-defined]
+
+
+def _do_nothing(lite: Lite) -> None:
+    """What ``launch()`` without a function runs in each process."""
+
+
+def _NO_FUNCTION(lite: Lite) -> None:
+    """``launch()``'s default: no function was given."""
+
+
+def _apply_filter(state: dict[str, Any], filter: Any) -> dict[str, Any]:
+    """Keep the items ``filter[key](name, value)`` accepts in each dict entry of ``state``;
+    an entry left empty is dropped, entries without a filter are kept whole."""
+    if not isinstance(filter, dict):
+        raise ConfigurationError(f"lite.save(filter={filter!r}): the filter should be a dict "
+                                 "of state key -> function (name, value) -> bool")
+    unknown = set(filter) - set(state)
+    if unknown:
+        raise ConfigurationError(f"lite.save(filter=...): the filter keys {unknown} are not "
+                                 f"present in the state keys {sorted(state)}")
+    out: dict[str, Any] = {}
+    for key, value in state.items():
+        keep = filter.get(key)
+        if keep is None or not isinstance(value, Mapping):
+            out[key] = value
+            continue
+        if not callable(keep):
+            raise ConfigurationError(f"lite.save(filter={{{key!r}: {keep!r}}}): each filter "
+                                     f"should be callable, given {keep!r}")
+        kept = {k: v for k, v in value.items() if keep(k, v)}
+        if kept:
+            out[key] = kept
+    return out
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list | tuple) else [value]
 
 
 class Lite(SelectionReport):
@@ -44,15 +86,19 @@ class Lite(SelectionReport):
         num_nodes: int = 1,
         precision: Any = "32-true",
         plugins: Sequence[Any] | Any | None = None,
+        callbacks: list[Any] | Any | None = None,
+        loggers: list[Any] | Any | None = None,
         gpus: Any = None,
         tpu_cores: Any = None,
     ) -> None:
         self._selection = select("Lite", accelerator=accelerator, strategy=strategy,
                                  devices=devices, num_nodes=num_nodes, precision=precision,
                                  plugins=plugins, gpus=gpus, tpu_cores=tpu_cores)
+        self._callbacks = _as_list(callbacks)
+        self._loggers = _as_list(loggers)
+        self._log_step = 0  # the step of a metric logged without one
         self._launched = False
         self._models_set_up = 0
-        self._set_up: set[int] = set()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -75,11 +121,32 @@ class Lite(SelectionReport):
         raise NotImplementedError(f"{type(self).__name__} has no run(); override it, or call "
                                   "lite.launch(fn) with fn(lite, ...)")
 
-    def launch(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run ``function(self, *args, **kwargs)`` in every process; rank zero's result returns."""
+    def launch(self, function: Callable[..., Any] = _NO_FUNCTION, *args: Any,
+               **kwargs: Any) -> Any:
+        """Run ``function(self, *args, **kwargs)`` in every process; rank zero's result returns.
+        Without a function, start the processes (a launcher that re-runs the script) and go
+        on with the script in each."""
+        if function is _NO_FUNCTION:
+            launcher = self.strategy.launcher
+            if launcher is not None and launcher.is_interactive_compatible:
+                raise ConfigurationError(
+                    f"lite.launch() without a function: strategy {self.strategy.name!r} starts "
+                    "its processes from a function, so pass the function to run in each: "
+                    "lite.launch(train)")
+            return self._launch(_do_nothing, self)
         if not callable(function):
-            raise ConfigurationError(f"lite.launch(...) needs a function, got "
-                                     f"{type(function).__name__}")
+            raise ConfigurationError(f"lite.launch(...) needs to be a callable taking the Lite "
+                                     f"first, got {type(function).__name__}: pass the function "
+                                     "itself, lite.launch(train), not lite.launch(train(lite))")
+        try:
+            takes = inspect.signature(function).parameters.values()
+        except (TypeError, ValueError):  # a builtin without a signature: let the call tell
+            takes = None
+        if takes is not None and not any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD,
+                                                    p.VAR_POSITIONAL) for p in takes):
+            raise ConfigurationError(f"lite.launch({getattr(function, '__name__', function)}): "
+                                     "the function needs to take at least one argument, the "
+                                     "Lite: def train(lite): ...")
         return self._launch(function, self, *args, **kwargs)
 
     def _launch(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -95,9 +162,64 @@ class Lite(SelectionReport):
             raise
 
     def _require_launched(self, call: str) -> None:
-        if not self._launched:
-            raise FulmenError(f"lite.{call}() was called before the processes started; call it "
-                              "inside run() (or the function given to lite.launch)")
+        """Methods work in a plain script when the strategy runs in this one process (as
+        Fabric's do); a strategy that starts processes needs ``launch()``/``run()`` first."""
+        if self._launched:
+            return
+        if self.strategy.launcher is None:
+            self.strategy.setup_environment()
+            set_rank(self.global_rank)
+            self._launched = True
+            return
+        raise FulmenError(f"lite.{call}() was called before the processes started: strategy "
+                          f"{self.strategy.name!r} runs {self.world_size} processes, so you must "
+                          "call `.launch()` first, or call it inside run() (or the function "
+                          "given to lite.launch)")
+
+    # ------------------------------------------------------------------ loggers and callbacks
+
+    @property
+    def loggers(self) -> list[Any]:
+        return list(self._loggers)
+
+    @property
+    def logger(self) -> Any:
+        return self._loggers[0] if self._loggers else None
+
+    def log(self, name: str, value: Any, step: int | None = None) -> None:
+        """Send one metric to every logger (from rank zero); tensors become numbers."""
+        self.log_dict({name: value}, step=step)
+
+    def log_dict(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
+        """Send several metrics to every logger (from rank zero)."""
+        values: dict[str, float] = {}
+        for key, value in metrics.items():
+            if isinstance(value, torch.Tensor):
+                if value.numel() != 1:
+                    raise ConfigurationError(
+                        f"lite.log({key!r}, tensor of shape {tuple(value.shape)}): it cannot be "
+                        "converted to a scalar. Log one number (e.g. value.mean())")
+                value = value.item()
+            values[key] = value
+        if step is None:
+            step = self._log_step
+        self._log_step = step + 1
+        if not self.is_global_zero:
+            return
+        for logger in self._loggers:
+            logger.log_metrics(values, step=step)
+
+    def call(self, hook_name: str, *args: Any, **kwargs: Any) -> None:
+        """Call ``hook_name(*args, **kwargs)`` on every callback that defines it."""
+        for callback in self._callbacks:  # a callback without the hook is skipped, as in Fabric
+            method = getattr(callback, hook_name, None)
+            if method is None:
+                continue
+            if not callable(method):
+                rank_zero_warn(f"Skipping the callback `{type(callback).__name__}.{hook_name}` "
+                               "because it is not callable")
+                continue
+            method(*args, **kwargs)
 
     # ------------------------------------------------------------------ set-up
 
@@ -118,14 +240,18 @@ class Lite(SelectionReport):
         """Wrap a module (for strategies like FSDP that must wrap before the optimizer is
         built: call this, then create the optimizer, then ``setup_optimizers``)."""
         self._require_launched("setup_module")
-        if isinstance(module, LiteModule) or id(module) in self._set_up:
-            name = type(getattr(module, "module", module)).__name__
-            raise FulmenError(f"lite.setup_module: {name} is already set up; set each model up "
-                              "once and keep using what setup returned")
+        if isinstance(module, LiteModule) and module.strategy is not self.strategy:
+            raise ConfigurationError(f"lite.setup_module: this {type(module.module).__name__} "
+                                     "was set up by another Lite; set the plain module up with "
+                                     "this one (model.module is it)")
+        if isinstance(module, LiteModule):
+            raise ConfigurationError(
+                f"A model should be passed only once to the `setup_module` method: this "
+                f"{type(module.module).__name__} is already set up. Keep using what setup "
+                "returned (or set up the plain module, model.module)")
         if not isinstance(module, torch.nn.Module):
             raise ConfigurationError(f"lite.setup got a {type(module).__name__}; it takes a "
                                      "torch.nn.Module")
-        self._set_up.add(id(module))
         strategy = self.strategy
         if move_to_device:
             forward = strategy.setup_module(module)
@@ -145,7 +271,11 @@ class Lite(SelectionReport):
         self._require_launched("setup_optimizers")
         for optimizer in optimizers:
             if isinstance(optimizer, LiteOptimizer):
-                raise FulmenError("lite.setup_optimizers: this optimizer is already set up")
+                owner = "this" if optimizer.strategy is self.strategy else "another"
+                raise ConfigurationError(
+                    f"An optimizer should be passed only once to the `setup_optimizers` method: "
+                    f"this {type(optimizer.optimizer).__name__} is already set up by {owner} "
+                    "Lite. Pass the plain optimizer (optimizer.optimizer) to set it up once")
             if not isinstance(optimizer, torch.optim.Optimizer):
                 raise ConfigurationError(f"lite.setup_optimizers got a "
                                          f"{type(optimizer).__name__}; it takes "
@@ -161,8 +291,15 @@ class Lite(SelectionReport):
             "Lite.setup_dataloaders", "replace_sampler", "use_distributed_sampler",
             replace_sampler, use_distributed_sampler, True)
         self._require_launched("setup_dataloaders")
+        if not dataloaders:
+            raise ConfigurationError("`setup_dataloaders` requires at least one dataloader: "
+                                     "lite.setup_dataloaders(train_loader, val_loader)")
         wrapped = []
         for loader in dataloaders:
+            if isinstance(loader, LiteDataLoader):
+                raise ConfigurationError("A dataloader should be passed only once to the "
+                                         "`setup_dataloaders` method: this one is already set "
+                                         "up (its .dataloader is the plain one)")
             if not isinstance(loader, torch.utils.data.DataLoader):
                 raise ConfigurationError(f"lite.setup_dataloaders got a {type(loader).__name__}; "
                                          "it takes torch.utils.data.DataLoader objects")
@@ -175,8 +312,17 @@ class Lite(SelectionReport):
 
     # ------------------------------------------------------------------ the loop
 
-    def backward(self, tensor: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+    def _check_owner(self, wrapped: LiteModule | LiteOptimizer, call: str) -> None:
+        if wrapped.strategy is not self.strategy:
+            kind = "model" if isinstance(wrapped, LiteModule) else "optimizer"
+            raise ConfigurationError(f"lite.{call}: this {kind} was set up by another Lite; use "
+                                     f"each {kind} with the Lite that set it up")
+
+    def backward(self, tensor: torch.Tensor, *args: Any, model: Any = None,
+                 **kwargs: Any) -> None:
         """``loss.backward()`` through the strategy and precision (loss scaling)."""
+        if model is not None:
+            self._check_owner(model, "backward")
         if self._models_set_up == 0:
             raise FulmenError("lite.backward(loss): no model was set up. Call "
                               "model, optimizer = self.setup(model, optimizer) first and "
@@ -193,8 +339,9 @@ class Lite(SelectionReport):
             return obj.to(self.device)
         return self.strategy.batch_to_device(obj)
 
-    def clip_gradients(self, module: Any, optimizer: Any, max_norm: float | None = None,
-                       clip_val: float | None = None) -> Any:
+    def clip_gradients(self, module: Any, optimizer: Any, clip_val: float | None = None,
+                       max_norm: float | None = None, norm_type: float = 2.0,
+                       error_if_nonfinite: bool = True) -> Any:
         """Clip by norm (``max_norm``) or by value (``clip_val``), after unscaling."""
         if (max_norm is None) == (clip_val is None):
             raise ConfigurationError("lite.clip_gradients: give exactly one of max_norm= or "
@@ -202,6 +349,13 @@ class Lite(SelectionReport):
         if not isinstance(optimizer, LiteOptimizer):
             raise FulmenError("lite.clip_gradients got an optimizer that was not set up; pass "
                               "the one returned by lite.setup")
+        self._check_owner(optimizer, "clip_gradients")
+        if norm_type != 2.0 or not error_if_nonfinite:
+            raise ConfigurationError(
+                f"lite.clip_gradients(norm_type={norm_type}, error_if_nonfinite="
+                f"{error_if_nonfinite}): strategies clip by the 2-norm and fail on non-finite "
+                "norms; leave both at their defaults, or clip the module's gradients yourself "
+                "(torch.nn.utils.clip_grad_norm_) after lite.backward")
         value = max_norm if max_norm is not None else clip_val
         return self.strategy.clip_gradients(getattr(module, "module", module),
                                             optimizer.optimizer, float(value),  # type: ignore[arg-type]
@@ -210,6 +364,10 @@ class Lite(SelectionReport):
     @contextlib.contextmanager
     def no_backward_sync(self, module: Any, enabled: bool = True) -> Iterator[None]:
         """Skip the gradient all-reduce inside (accumulate, then step outside)."""
+        if not isinstance(module, LiteModule):
+            raise ConfigurationError(f"lite.no_backward_sync got a {type(module).__name__}; "
+                                     "pass the model returned by lite.setup")
+        self._check_owner(module, "no_backward_sync")
         if not enabled:
             yield
             return
@@ -218,15 +376,30 @@ class Lite(SelectionReport):
 
     # ------------------------------------------------------------------ collectives
 
+    def _as_tensors(self, data: Any) -> Any:
+        """Numbers (and numpy scalars) in ``data`` become tensors on this process's device."""
+        import numpy as np
+
+        return apply_to_collection(data, (int, float, np.number),
+                                   lambda n: torch.tensor(n, device=self.device))
+
     def all_gather(self, data: Any, sync_grads: bool = False) -> Any:
+        """Gather tensors (and numbers) from every process, stacked on a new first dimension;
+        ``data`` may be a nested collection."""
         self._require_launched("all_gather")
+        data = self._as_tensors(data)
         return apply_to_tensors(data, lambda t: self.strategy.all_gather(t, sync_grads))
 
     def all_reduce(self, data: Any, reduce_op: str = "mean") -> Any:
+        """Reduce tensors (and numbers) across processes: ``"mean"``, ``"sum"``, ``"max"``,
+        ``"min"``; ``data`` may be a nested collection. Numbers come back as tensors."""
         self._require_launched("all_reduce")
-        if isinstance(data, int | float):
-            return float(self.strategy.reduce(torch.tensor(float(data)), reduce_op))
-        return apply_to_tensors(data, lambda t: self.strategy.reduce(t, reduce_op))
+        if reduce_op not in ("mean", "sum", "max", "min"):
+            raise ConfigurationError(f"lite.all_reduce(reduce_op={reduce_op!r}): use 'mean', "
+                                     "'sum', 'max' or 'min'")
+        data = self._as_tensors(data)
+        return apply_to_tensors(data, lambda t: self.strategy.reduce(
+            t.float() if reduce_op == "mean" and not t.is_floating_point() else t, reduce_op))
 
     def broadcast(self, obj: Any, src: int = 0) -> Any:
         self._require_launched("broadcast")
@@ -253,53 +426,99 @@ class Lite(SelectionReport):
             self.barrier("rank_zero_first")
 
     @contextlib.contextmanager
-    def init_module(self) -> Iterator[None]:
-        """Create parameters directly on the device, in the precision's dtype."""
+    def init_module(self, empty_init: bool | None = None) -> Iterator[None]:
+        """Create parameters directly on the device, in the precision's dtype.
+        ``empty_init=True`` skips the initialisation of weights that a checkpoint will
+        overwrite anyway (faster for large models)."""
+        self._require_launched("init_module")
+        skip = EmptyInit() if empty_init else contextlib.nullcontext()
+        with torch.device(self.device), self.strategy.precision.module_init_context(), skip:
+            yield
+
+    @contextlib.contextmanager
+    def init_tensor(self) -> Iterator[None]:
+        """Create tensors directly on the device, in the precision's dtype."""
+        self._require_launched("init_tensor")
         with torch.device(self.device), self.strategy.precision.module_init_context():
             yield
 
     @staticmethod
-    def seed_everything(seed: int | None = None, workers: bool = True) -> int:
+    def seed_everything(seed: int | None = None, workers: bool | None = None,
+                        verbose: bool = True) -> int:
+        """:func:`fulmen.seed_everything`, with dataloader workers seeded by default."""
         from fulmen.seed import seed_everything
 
-        return seed_everything(seed, workers=workers)
+        return seed_everything(seed, workers=True if workers is None else workers,
+                               verbose=verbose)
 
     # ------------------------------------------------------------------ checkpoints
 
-    def save(self, path_or_content: Any, content_or_path: Any) -> None:
-        """``save(model.state_dict(), path)``, or ``save(path, {"model": model, ...})`` where
-        modules and optimizers are turned into their state; written once, atomically."""
-        if isinstance(path_or_content, str | os.PathLike) and isinstance(content_or_path, dict):
-            path, state = path_or_content, self._state_of(content_or_path)
-        else:
-            path, state = content_or_path, path_or_content
+    def save(self, path: Any, state: Any,
+             filter: dict[str, Callable[[str, Any], bool]] | None = None) -> None:
+        """``save(path, {"model": model, "optimizer": optimizer, "step": 3})`` (Fabric's form:
+        modules and optimizers become their state), or ``save(path, model.state_dict())``;
+        LightningLite's order ``save(content, path)`` is accepted too. ``filter`` maps a key of
+        the state to ``fn(name, value) -> bool`` choosing which of that entry's items are kept
+        (e.g. only trainable weights). Written once, atomically."""
+        if isinstance(path, Mapping) and isinstance(state, str | os.PathLike):
+            path, state = state, path  # LightningLite's save(content, filepath)
+        if isinstance(state, Mapping):
+            state = self._state_of(dict(state))
+        self._require_launched("save")
+        if filter is not None:
+            state = _apply_filter(state, filter)
         self._check_writable(Path(path))
         self.strategy.save_checkpoint(state, path)
         self.strategy.barrier("lite.save")
 
-    def load(self, path: Any, state: dict[str, Any] | None = None,
+    def load(self, path: Any, state: dict[str, Any] | None = None, strict: bool = True,
              weights_only: bool = True) -> Any:
-        """``load(path)`` returns what was saved; ``load(path, state)`` restores modules and
-        optimizers in ``state`` in place and returns the entries ``state`` did not name."""
+        """``load(path)`` returns what was saved; ``load(path, state)`` restores the modules,
+        optimizers and objects with ``load_state_dict`` in ``state`` in place, sets plain
+        entries, and returns the checkpoint's entries ``state`` did not name. ``strict=False``
+        allows keys of ``state`` missing from the checkpoint and partial module weights."""
+        self._require_launched("load")
         checkpoint = self.strategy.load_checkpoint(path, weights_only=weights_only)
         if state is None:
             return checkpoint
+        missing = [key for key in state if key not in checkpoint]
+        if missing and strict:
+            raise ConfigurationError(
+                f"lite.load: {str(path)!r} has no {missing}; it holds {sorted(checkpoint)}. "
+                "Pass strict=False to restore what is there")
         for key, target in state.items():
-            if key not in checkpoint:
-                raise ConfigurationError(f"lite.load: {str(path)!r} has no {key!r}; it holds "
-                                         f"{sorted(checkpoint)}")
-            if isinstance(target, torch.nn.Module):
-                if isinstance(target, LiteModule):
-                    self.strategy.load_module_state_dict(checkpoint[key], module=target.module)
-                else:
-                    target.load_state_dict(checkpoint[key])
-            elif isinstance(target, LiteOptimizer):
-                self.strategy.load_optimizer_state(target.optimizer, checkpoint[key])
-            elif hasattr(target, "load_state_dict"):
-                target.load_state_dict(checkpoint[key])
-            else:
-                state[key] = checkpoint[key]
+            if key in missing:
+                continue
+            self._restore(target, checkpoint[key], strict, state, key)
         return {k: v for k, v in checkpoint.items() if k not in state}
+
+    def load_raw(self, path: Any, obj: torch.nn.Module | torch.optim.Optimizer,
+                 strict: bool = True, weights_only: bool = True) -> None:
+        """Load a plain ``state_dict`` file (saved by ``torch.save``, not by ``lite.save``)
+        into one module or optimizer."""
+        self._require_launched("load_raw")
+        state = self.strategy.load_checkpoint(path, weights_only=weights_only)
+        self._restore(obj, state, strict, None, None)
+
+    def _restore(self, target: Any, value: Any, strict: bool, state: dict[str, Any] | None,
+                 key: str | None) -> None:
+        if isinstance(target, LiteModule):
+            self._check_owner(target, "load")
+            self.strategy.load_module_state_dict(value, strict=strict, module=target.module)
+        elif isinstance(target, torch.nn.Module):
+            target.load_state_dict(value, strict=strict)
+        elif isinstance(target, LiteOptimizer):
+            self._check_owner(target, "load")
+            self.strategy.load_optimizer_state(target.optimizer, value)
+            target.refresh()
+        elif isinstance(target, torch.optim.Optimizer) or callable(
+                getattr(target, "load_state_dict", None)):
+            target.load_state_dict(value)
+        elif state is not None and key is not None:
+            state[key] = value
+        else:
+            raise ConfigurationError(f"lite.load_raw got a {type(target).__name__}; it loads "
+                                     "into a torch.nn.Module or an optimizer")
 
     def _state_of(self, content: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}

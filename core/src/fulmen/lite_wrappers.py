@@ -33,6 +33,18 @@ class LiteModule(torch.nn.Module):
     def module(self) -> torch.nn.Module:
         return self._original_module
 
+    @property
+    def strategy(self) -> Strategy:
+        """The strategy of the Lite that set this module up."""
+        return self._strategy
+
+    @property
+    def device(self) -> torch.device:
+        """Where the module's parameters live (the process's device when it has none)."""
+        for tensor in self._original_module.parameters():
+            return tensor.device
+        return self._strategy.root_device
+
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         call = self.__dict__["_call"]
         if call is not None:
@@ -63,25 +75,58 @@ class LiteModule(torch.nn.Module):
 
 
 class LiteOptimizer:
-    """The user's optimizer; ``step`` goes through the strategy and precision (loss scaling,
-    skipped steps on overflow). Everything else is the optimizer's own."""
+    """The user's optimizer, still an instance of its own class (``isinstance(opt, Adam)`` holds,
+    so LR schedulers accept it): a subclass of both is made per optimizer class, sharing the
+    optimizer's attributes (``param_groups``, ``state``, ``defaults``). ``step`` goes through
+    the strategy and precision (loss scaling, skipped steps on overflow); ``state_dict``,
+    ``load_state_dict`` and ``zero_grad`` are the optimizer's own."""
+
+    _classes: dict[type, type] = {}
 
     def __init__(self, optimizer: torch.optim.Optimizer, strategy: Strategy) -> None:
-        self.__dict__["_optimizer"] = optimizer
-        self.__dict__["_strategy"] = strategy
+        self.__dict__ = {k: v for k, v in optimizer.__dict__.items()
+                         if k not in ("state_dict", "step", "zero_grad")}
+        self.__class__ = _optimizer_class(type(optimizer))
+        self._optimizer = optimizer
+        self._strategy = strategy
 
     @property
     def optimizer(self) -> torch.optim.Optimizer:
-        return self.__dict__["_optimizer"]
+        """The optimizer that was set up."""
+        return self._optimizer
+
+    @property
+    def strategy(self) -> Strategy:
+        """The strategy of the Lite that set this optimizer up."""
+        return self._strategy
+
+    def state_dict(self) -> dict[str, Any]:
+        return self._strategy.optimizer_state(self._optimizer)
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self._optimizer.load_state_dict(state_dict)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Share the optimizer's attributes again (loading a state replaces ``state`` and
+        ``param_groups`` with new objects)."""
+        self.__dict__.update({k: v for k, v in self._optimizer.__dict__.items()
+                              if k not in ("state_dict", "step", "zero_grad")})
+
+    def zero_grad(self, *args: Any, **kwargs: Any) -> None:
+        """The optimizer's own ``zero_grad``, with whatever arguments its class takes."""
+        self._optimizer.zero_grad(*args, **kwargs)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        return self._strategy.optimizer_step(self.optimizer, closure)
+        return self._strategy.optimizer_step(self._optimizer, closure)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.__dict__["_optimizer"], name)
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self.__dict__["_optimizer"], name, value)
+def _optimizer_class(cls: type) -> type:
+    made = LiteOptimizer._classes.get(cls)
+    if made is None:
+        made = type(f"Lite{cls.__name__}", (LiteOptimizer, cls), {})
+        LiteOptimizer._classes[cls] = made
+    return made
 
 
 class LiteDataLoader:
@@ -114,3 +159,15 @@ class LiteDataLoader:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._dataloader, name)
+
+
+class EmptyInit(torch.overrides.TorchFunctionMode):
+    """Inside, ``torch.nn.init`` functions leave tensors as allocated (no random fill): for
+    weights a checkpoint overwrites right after."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (),
+                           kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if getattr(func, "__module__", None) == "torch.nn.init":
+            return kwargs["tensor"] if "tensor" in kwargs else args[0]
+        return func(*args, **kwargs)

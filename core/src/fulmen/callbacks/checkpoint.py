@@ -1,179 +1,481 @@
-"""``ModelCheckpoint``: keep the best k checkpoints by a metric, and/or the last one."""
+"""``ModelCheckpoint``: keep the best k checkpoints by a metric, and/or the last one.
+
+Lightning's ``ModelCheckpoint`` with the same arguments, attributes and file names. Every rank
+takes the same decision: the metrics used are rank zero's (broadcast), and whether a file exists
+is rank zero's answer; files are written and removed on rank zero through the strategy.
+"""
 
 from __future__ import annotations
 
-import math
 import os
 import re
+import shutil
+import time
+import warnings
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+import torch
 
 from fulmen.callbacks import monitor as mon
 from fulmen.callbacks.base import Callback
+from fulmen.callbacks.checkpoint_names import format_name
 from fulmen.errors import ConfigurationError
-
-_FIELD = re.compile(r"\{([^{}:]+)(:[^{}]*)?\}")
+from fulmen.utilities.rank_zero import rank_zero_info, rank_zero_warn
 
 
 class ModelCheckpoint(Callback):
     """Save checkpoints during ``fit``.
 
     ``filename`` is a template: ``"{epoch}-{step}-{val_loss:.3f}"`` fills in the epoch, the
-    global step and any logged metric (``val_loss=0.123`` in the file name). With ``monitor``,
-    only the ``save_top_k`` best by ``mode`` are kept; ``save_last`` also keeps ``last.ckpt``.
-    Saves at the end of every ``every_n_epochs`` epochs, or every ``every_n_train_steps``
-    optimizer steps. Files are written atomically; a crash never leaves a half-written one.
+    global step and any logged metric (``epoch=2-step=30-val_loss=0.123.ckpt``; with
+    ``auto_insert_metric_name=False`` only the values). With ``monitor``, only the
+    ``save_top_k`` best by ``mode`` are kept (``-1``: all); ``save_last=True`` also keeps
+    ``last.ckpt`` (``"link"``: a symbolic link to the newest checkpoint). Saves at the end of
+    every ``every_n_epochs`` epochs (at the end of validation, or of the training epoch with
+    ``save_on_train_epoch_end=True``), every ``every_n_train_steps`` optimizer steps, or every
+    ``train_time_interval``; ``save_on_exception=True`` also saves when training fails.
+    An existing file is never overwritten: ``-v1``, ``-v2``... are appended
+    (``enable_version_counter=False`` overwrites instead).
     """
 
     monitors = True
-    CHECKPOINT_EXT = ".ckpt"
+    CHECKPOINT_JOIN_CHAR = "-"
+    CHECKPOINT_EQUALS_CHAR = "="
+    CHECKPOINT_NAME_LAST = "last"
+    FILE_EXTENSION = ".ckpt"
+    STARTING_VERSION = 1
 
-    def __init__(self, dirpath: str | Path | None = None, filename: str | None = None,
-                 monitor: str | None = None, mode: str = "min", save_top_k: int = 1,
-                 save_last: bool | None = None, every_n_epochs: int | None = None,
-                 every_n_train_steps: int | None = None, save_weights_only: bool = False,
-                 verbose: bool = False) -> None:
-        mon.check_mode("ModelCheckpoint", mode)
-        if isinstance(save_top_k, bool) or not isinstance(save_top_k, int) or save_top_k < -1:
-            raise ConfigurationError(f"ModelCheckpoint(save_top_k={save_top_k!r}): use -1 (all), "
-                                     "0 (none) or a positive int")
-        if monitor is None and save_top_k not in (-1, 0, 1):
-            raise ConfigurationError(f"ModelCheckpoint(save_top_k={save_top_k}) keeps the best k "
-                                     "by a metric: set monitor='...' too")
-        for flag, value in (("every_n_epochs", every_n_epochs),
-                            ("every_n_train_steps", every_n_train_steps)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value < 0):
-                raise ConfigurationError(f"ModelCheckpoint({flag}={value!r}): use an int >= 0")
-        self.dirpath = Path(dirpath) if dirpath is not None else None
+    def __init__(self, dirpath: str | os.PathLike[str] | None = None,
+                 filename: str | None = None, monitor: str | None = None,
+                 verbose: bool = False, save_last: bool | Literal["link"] | None = None,
+                 save_top_k: int = 1, save_on_exception: bool = False,
+                 save_weights_only: bool = False, mode: str = "min",
+                 auto_insert_metric_name: bool = True, every_n_train_steps: int | None = None,
+                 train_time_interval: timedelta | None = None,
+                 every_n_epochs: int | None = None, save_on_train_epoch_end: bool | None = None,
+                 enable_version_counter: bool = True) -> None:
+        _validate(dirpath=dirpath, filename=filename, monitor=monitor, save_last=save_last,
+                  save_top_k=save_top_k, mode=mode, every_n_train_steps=every_n_train_steps,
+                  train_time_interval=train_time_interval, every_n_epochs=every_n_epochs)
+        self.monitor = monitor
+        self.verbose = verbose
+        self.save_last = save_last
+        self.save_top_k = save_top_k
+        self.save_on_exception = save_on_exception
+        self.save_weights_only = save_weights_only
+        self.auto_insert_metric_name = auto_insert_metric_name
+        self.mode = mode
         self.filename = filename
-        self.monitor, self.mode = monitor, mode
-        self.save_top_k, self.save_last = save_top_k, save_last
-        self.every_n_train_steps = every_n_train_steps or 0
-        self.every_n_epochs = every_n_epochs if every_n_epochs is not None else (
-            0 if self.every_n_train_steps else 1)
-        self.save_weights_only, self.verbose = save_weights_only, verbose
-        self.best_k_models: dict[str, float] = {}
+        self.dirpath: str | None = (os.path.realpath(os.path.expanduser(os.fspath(dirpath)))
+                                    if dirpath else None)
+        self._save_on_train_epoch_end = save_on_train_epoch_end
+        self._enable_version_counter = enable_version_counter
+        if every_n_train_steps is None and every_n_epochs is None and train_time_interval is None:
+            every_n_epochs, every_n_train_steps = 1, 0
+        self._every_n_epochs: int = every_n_epochs or 0
+        self._every_n_train_steps: int = every_n_train_steps or 0
+        self._train_time_interval = train_time_interval
+        self._last_global_step_saved = 0  # nothing to save before the first step
+        self._last_time_checked: float | None = None
+        self._last_checkpoint_saved = ""
+        self._defer_save_until_validation = False
+        self._validation_ran = False
+        self.current_score: torch.Tensor | None = None
+        self.best_k_models: dict[str, torch.Tensor] = {}
+        self.kth_best_model_path = ""
+        self.kth_value = torch.tensor(mon.MODES[mode])
+        self.best_model_score: torch.Tensor | None = None
         self.best_model_path = ""
-        self.best_model_score: float | None = None
         self.last_model_path = ""
-        self._last_global_step_saved = -1
+
+    @property
+    def every_n_epochs(self) -> int:
+        return self._every_n_epochs
+
+    @property
+    def every_n_train_steps(self) -> int:
+        return self._every_n_train_steps
+
+    @property
+    def train_time_interval(self) -> timedelta | None:
+        return self._train_time_interval
 
     @property
     def state_key(self) -> str:
         return (f"ModelCheckpoint{{'monitor': {self.monitor!r}, 'mode': {self.mode!r}, "
-                f"'every_n_train_steps': {self.every_n_train_steps}, "
-                f"'every_n_epochs': {self.every_n_epochs}}}")
+                f"'every_n_train_steps': {self._every_n_train_steps}, "
+                f"'every_n_epochs': {self._every_n_epochs}, "
+                f"'train_time_interval': {self._train_time_interval!r}}}")
 
     # ------------------------------------------------------------------ hooks
 
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
-        if self.dirpath is None:
-            base = Path(trainer.log_dir) if trainer.logger is not None else Path(
-                trainer.default_root_dir)
-            self.dirpath = base / "checkpoints"
+        self.dirpath = trainer.strategy.broadcast(self._resolve_dirpath(trainer))
+        if trainer.is_global_zero and stage == "fit" and self.save_top_k != 0 and \
+                os.path.isdir(self.dirpath) and os.listdir(self.dirpath):
+            rank_zero_warn(f"Checkpoint directory {self.dirpath} exists and is not empty.")
+
+    def on_train_start(self, trainer: Any, module: Any) -> None:
+        self._last_time_checked = time.monotonic()
+        self._validation_ran = False
 
     def on_train_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
-        n = self.every_n_train_steps
-        if n and trainer.global_step % n == 0 and not trainer.sanity_checking:
-            self._save(trainer)
+        skip_state = self._should_skip_saving_checkpoint(trainer)
+        n = self._every_n_train_steps
+        skip_batch = n < 1 or trainer.global_step % n != 0
+        skip_time, now = True, time.monotonic()
+        if self._train_time_interval is not None:
+            last = self._last_time_checked
+            skip_time = last is None or (now - last) < self._train_time_interval.total_seconds()
+            skip_time = trainer.strategy.broadcast(skip_time)
+        if skip_batch and skip_time:
+            return
+        if not skip_time:
+            self._last_time_checked = now
+        candidates = self._monitor_candidates(trainer)
+        if self.monitor is not None and self.monitor not in candidates:
+            self._defer_save_until_validation = True  # the metric comes from validation
+            return
+        if self.monitor is not None and not self._should_save_on_train_epoch_end(trainer) \
+                and batch_idx + 1 == trainer.num_training_batches and self._validation_will_run(
+                    trainer):
+            self._defer_save_until_validation = True  # validation updates the metric first
+            return
+        if skip_state:
+            return
+        self._save_topk_checkpoint(trainer, candidates)
+        self._save_last_checkpoint(trainer, candidates)
 
     def on_train_epoch_end(self, trainer: Any, module: Any) -> None:
-        n = self.every_n_epochs
-        if n and (trainer.current_epoch + 1) % n == 0:
-            self._save(trainer)
+        if self._should_skip_saving_checkpoint(trainer) or \
+                not self._should_save_on_train_epoch_end(trainer):
+            return
+        self._save_on_epoch(trainer)
+
+    def on_validation_end(self, trainer: Any, module: Any) -> None:
+        if trainer.state == "fit" and not trainer.sanity_checking:
+            self._validation_ran = True
+        if self._should_skip_saving_checkpoint(trainer) or \
+                self._should_save_on_train_epoch_end(trainer):
+            return
+        if self._defer_save_until_validation:
+            candidates = self._monitor_candidates(trainer)
+            self._save_topk_checkpoint(trainer, candidates)
+            self._save_last_checkpoint(trainer, candidates)
+            self._defer_save_until_validation = False
+            return
+        self._save_on_epoch(trainer)
+
+    def on_exception(self, trainer: Any, module: Any, exception: BaseException) -> None:
+        if not (self.save_on_exception and not trainer.fast_dev_run
+                and not trainer.sanity_checking
+                and self._last_global_step_saved != trainer.global_step):
+            return
+        candidates = self._monitor_candidates(trainer)
+        filepath = self.format_checkpoint_name(candidates)
+        self._save_checkpoint(trainer, filepath)
+        self._save_last_checkpoint(trainer, candidates)
+        rank_zero_info(f"{type(exception).__name__} was raised ({exception}); saved checkpoint "
+                       f"to {filepath}")
+
+    def on_train_end(self, trainer: Any, module: Any) -> None:
+        if self.save_last and not self._last_checkpoint_saved and not trainer.fast_dev_run:
+            self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
 
     def state_dict(self) -> dict[str, Any]:
-        return {"best_k_models": dict(self.best_k_models), "best_model_path": self.best_model_path,
-                "best_model_score": self.best_model_score, "last_model_path":
-                self.last_model_path, "dirpath": str(self.dirpath) if self.dirpath else None}
+        return {"monitor": self.monitor, "best_model_score": self.best_model_score,
+                "best_model_path": self.best_model_path, "current_score": self.current_score,
+                "dirpath": self.dirpath, "best_k_models": self.best_k_models,
+                "kth_best_model_path": self.kth_best_model_path, "kth_value": self.kth_value,
+                "last_model_path": self.last_model_path}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        if state_dict.get("dirpath") and self.dirpath is not None and \
-                str(self.dirpath) != state_dict["dirpath"]:
-            return  # another directory: start its own ranking
-        self.best_k_models = dict(state_dict.get("best_k_models", {}))
-        self.best_model_path = state_dict.get("best_model_path", "")
-        self.best_model_score = state_dict.get("best_model_score")
-        self.last_model_path = state_dict.get("last_model_path", "")
+        saved_dir = state_dict.get("dirpath", self.dirpath)
+        if self.dirpath is None:  # not set up yet (the main process of a spawned run)
+            self.dirpath = saved_dir
+        if self.dirpath == saved_dir:
+            self.best_model_score = state_dict["best_model_score"]
+            self.kth_best_model_path = state_dict.get("kth_best_model_path",
+                                                      self.kth_best_model_path)
+            self.kth_value = state_dict.get("kth_value", self.kth_value)
+            self.best_k_models = state_dict.get("best_k_models", self.best_k_models)
+            self.last_model_path = state_dict.get("last_model_path", self.last_model_path)
+        else:
+            warnings.warn(f"The dirpath has changed from {saved_dir!r} to {self.dirpath!r}, "
+                          "therefore `best_model_score`, `kth_best_model_path`, `kth_value`, "
+                          "`last_model_path` and `best_k_models` won't be reloaded. Only "
+                          "`best_model_path` will be reloaded.", UserWarning, stacklevel=2)
+        self.best_model_path = state_dict["best_model_path"]
+
+    # ------------------------------------------------------------------ public helpers
+
+    def format_checkpoint_name(self, metrics: dict[str, Any], filename: str | None = None,
+                               ver: int | None = None, prefix: str | None = None) -> str:
+        """The path for ``metrics``: ``filename`` (default: this callback's template) filled
+        in, with ``prefix-`` before it, ``-v{ver}`` after it and the extension; inside
+        ``dirpath`` when it is set."""
+        name = format_name(filename or self.filename, metrics, prefix=prefix,
+                           auto_insert_metric_name=self.auto_insert_metric_name,
+                           join=self.CHECKPOINT_JOIN_CHAR, equals=self.CHECKPOINT_EQUALS_CHAR,
+                           owner=f"ModelCheckpoint(filename={filename or self.filename!r})")
+        if ver is not None:
+            name = self.CHECKPOINT_JOIN_CHAR.join((name, f"v{ver}"))
+        name = f"{name}{self.FILE_EXTENSION}"
+        return os.path.join(self.dirpath, name) if self.dirpath else name
+
+    def check_monitor_top_k(self, trainer: Any, current: torch.Tensor | None = None) -> bool:
+        """Whether ``current`` makes it into the top k."""
+        if current is None:
+            return False
+        if self.save_top_k == -1 or len(self.best_k_models) < self.save_top_k:
+            return True
+        return mon.improved(self.mode, float(current),
+                            float(self.best_k_models[self.kth_best_model_path]))
+
+    def to_yaml(self, filepath: str | os.PathLike[str] | None = None) -> None:
+        """Write ``best_k_models`` (path: score) as YAML, by default to
+        ``dirpath/best_k_models.yaml``."""
+        import yaml
+
+        if filepath is None:
+            if not self.dirpath:
+                raise ConfigurationError("ModelCheckpoint.to_yaml() needs a filepath: this "
+                                         "callback has no dirpath yet (it is set at fit)")
+            filepath = os.path.join(self.dirpath, "best_k_models.yaml")
+        with open(filepath, "w") as handle:
+            yaml.safe_dump({k: float(v) for k, v in self.best_k_models.items()}, handle)
+
+    def file_exists(self, filepath: str | os.PathLike[str], trainer: Any) -> bool:
+        """Whether ``filepath`` exists, as rank zero sees it (every rank gets its answer)."""
+        local = os.path.exists(filepath) if trainer.is_global_zero else False
+        return trainer.strategy.reduce_boolean_decision(local, all=False)
 
     def find_last(self) -> str | None:
         """The last checkpoint: the one this callback wrote, else ``last.ckpt`` in dirpath."""
         if self.last_model_path and os.path.exists(self.last_model_path):
             return self.last_model_path
-        if self.dirpath is not None and (self.dirpath / f"last{self.CHECKPOINT_EXT}").exists():
-            return str(self.dirpath / f"last{self.CHECKPOINT_EXT}")
+        if self.dirpath:
+            path = os.path.join(self.dirpath, self.CHECKPOINT_NAME_LAST + self.FILE_EXTENSION)
+            if os.path.exists(path):
+                return path
         return None
+
+    def _find_last_checkpoints(self, trainer: Any) -> set[str]:
+        """The "last" checkpoints (``last.ckpt``, ``last-v1.ckpt``...) in the directory."""
+        folder = self._resolve_dirpath(trainer)
+        pattern = re.compile(rf"^{re.escape(self.CHECKPOINT_NAME_LAST)}(-(\d+))?")
+        if not os.path.isdir(folder):
+            return set()
+        return {os.path.normpath(os.path.join(folder, name)) for name in os.listdir(folder)
+                if Path(name).suffix == self.FILE_EXTENSION and pattern.match(Path(name).stem)}
+
+    # ------------------------------------------------------------------ decisions
+
+    def _resolve_dirpath(self, trainer: Any) -> str:
+        if self.dirpath:
+            return self.dirpath
+        base = trainer.log_dir if trainer.loggers else trainer.default_root_dir
+        return os.path.join(base, "checkpoints")
+
+    def _should_skip_saving_checkpoint(self, trainer: Any) -> bool:
+        return (bool(trainer.fast_dev_run) or trainer.state != "fit"
+                or trainer.sanity_checking
+                or self._last_global_step_saved == trainer.global_step)
+
+    def _should_save_on_train_epoch_end(self, trainer: Any) -> bool:
+        if self._save_on_train_epoch_end is not None:
+            return self._save_on_train_epoch_end
+        if trainer.check_val_every_n_epoch != 1:
+            return False
+        if sum(trainer.num_val_batches) == 0:
+            return True
+        return trainer.val_check_interval in (None, 1.0)
+
+    def _validation_will_run(self, trainer: Any) -> bool:
+        every = trainer.check_val_every_n_epoch
+        return sum(trainer.num_val_batches) > 0 and (
+            every is None or (trainer.current_epoch + 1) % every == 0)
+
+    def _monitor_candidates(self, trainer: Any) -> dict[str, torch.Tensor]:
+        candidates = {k: v.detach().cpu() if isinstance(v, torch.Tensor) else torch.tensor(v)
+                      for k, v in trainer.callback_metrics.items()}
+        epoch, step = candidates.get("epoch"), candidates.get("step")
+        candidates["epoch"] = epoch.int() if epoch is not None else torch.tensor(
+            trainer.current_epoch)
+        candidates["step"] = step.int() if step is not None else torch.tensor(
+            trainer.global_step)
+        if trainer.world_size > 1:  # rank zero's values decide for everyone
+            candidates = trainer.strategy.broadcast(candidates)
+        return candidates
+
+    def _missing_monitor(self, trainer: Any, candidates: dict[str, torch.Tensor]) -> None:
+        assert self.monitor is not None
+        message = mon.missing_message("ModelCheckpoint", self.monitor,
+                                      [k for k in candidates if k not in ("epoch", "step")])
+        if self._validation_ran or sum(trainer.num_val_batches) == 0:
+            raise ConfigurationError(message)
+        rank_zero_warn(message + " (checked again after validation)")
 
     # ------------------------------------------------------------------ saving
 
-    def _save(self, trainer: Any) -> None:
-        if trainer.global_step == self._last_global_step_saved or trainer.fast_dev_run:
+    def _save_on_epoch(self, trainer: Any) -> None:
+        candidates = self._monitor_candidates(trainer)
+        n = self._every_n_epochs
+        if n >= 1 and (trainer.current_epoch + 1) % n == 0:
+            self._save_topk_checkpoint(trainer, candidates)
+        if self._last_global_step_saved == trainer.global_step or (
+                self.save_last == "link" and self._last_checkpoint_saved):
+            self._save_last_checkpoint(trainer, candidates)
+
+    def _save_topk_checkpoint(self, trainer: Any, candidates: dict[str, torch.Tensor]) -> None:
+        if self.save_top_k == 0:
             return
+        if self.monitor is None:
+            self._save_none_monitor_checkpoint(trainer, candidates)
+            return
+        if self.monitor not in candidates:
+            self._missing_monitor(trainer, candidates)
+            return
+        current = candidates[self.monitor]
+        if self.check_monitor_top_k(trainer, current):
+            self._update_best_and_save(current, trainer, candidates)
+        elif self.verbose:
+            rank_zero_info(f"Epoch {int(candidates['epoch']):d}, global step "
+                           f"{int(candidates['step']):d}: {self.monitor!r} was not in top "
+                           f"{self.save_top_k}")
+
+    def _save_checkpoint(self, trainer: Any, filepath: str) -> None:
+        trainer.save_checkpoint(filepath, self.save_weights_only)
         self._last_global_step_saved = trainer.global_step
-        metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
-        if self.monitor is not None:
-            # every rank takes rank zero's decision, so all agree on what exists
-            current = trainer.strategy.broadcast(mon.read("ModelCheckpoint", trainer,
-                                                          self.monitor))
-            self._save_top_k(trainer, current, metrics)
-        elif self.save_top_k != 0:
-            path = self._path(metrics, trainer)
-            previous = self.best_model_path
-            self._write(trainer, path)
-            if self.save_top_k == 1 and previous and previous != path:
-                trainer.strategy.remove_checkpoint(previous)
-            self.best_model_path = path
-        if self.save_last:
-            assert self.dirpath is not None
-            self.last_model_path = str(self.dirpath / f"last{self.CHECKPOINT_EXT}")
-            self._write(trainer, self.last_model_path)
-        elif self.monitor is None:  # without save_last, the newest checkpoint is the last one
-            self.last_model_path = self.best_model_path
+        self._last_checkpoint_saved = filepath
 
-    def _save_top_k(self, trainer: Any, current: float, metrics: dict[str, float]) -> None:
-        if self.save_top_k == 0 or math.isnan(current):
+    @staticmethod
+    def _link_checkpoint(trainer: Any, filepath: str, linkpath: str) -> None:
+        """Point ``linkpath`` at ``filepath`` with a relative symbolic link (a copy where links
+        cannot be made), replacing whatever was there."""
+        if trainer.is_global_zero:
+            if os.path.islink(linkpath) or os.path.isfile(linkpath):
+                os.remove(linkpath)
+            elif os.path.isdir(linkpath):
+                shutil.rmtree(linkpath)
+            try:
+                os.symlink(os.path.relpath(filepath, os.path.dirname(linkpath)), linkpath)
+            except OSError:
+                shutil.copy(filepath, linkpath)
+        trainer.strategy.barrier("ModelCheckpoint.link")
+
+    def _versioned(self, trainer: Any, candidates: dict[str, torch.Tensor],
+                   filename: str | None, keep: str | None) -> str:
+        filepath = self.format_checkpoint_name(candidates, filename)
+        if self._enable_version_counter:
+            version = self.STARTING_VERSION
+            while self.file_exists(filepath, trainer) and filepath != keep:
+                filepath = self.format_checkpoint_name(candidates, filename, ver=version)
+                version += 1
+        return filepath
+
+    def _save_last_checkpoint(self, trainer: Any, candidates: dict[str, torch.Tensor]) -> None:
+        if not self.save_last:
             return
-        keep = self.save_top_k
-        if keep != -1 and len(self.best_k_models) >= keep:
-            worst_path = (max if self.mode == "min" else min)(
-                self.best_k_models, key=self.best_k_models.__getitem__)
-            if not mon.improved(self.mode, current, self.best_k_models[worst_path]):
-                return
-            del self.best_k_models[worst_path]
-            trainer.strategy.remove_checkpoint(worst_path)
-        path = self._path(metrics, trainer)
-        self._write(trainer, path)
-        self.best_k_models[path] = current
-        best = (min if self.mode == "min" else max)(self.best_k_models,
-                                                     key=self.best_k_models.__getitem__)
-        self.best_model_path, self.best_model_score = best, self.best_k_models[best]
+        filepath = self._versioned(trainer, candidates, self.CHECKPOINT_NAME_LAST,
+                                   self.last_model_path)
+        previous, self.last_model_path = self.last_model_path, filepath
+        if self.save_last == "link" and self._last_checkpoint_saved and self.save_top_k != 0:
+            self._link_checkpoint(trainer, self._last_checkpoint_saved, filepath)
+        else:
+            self._save_checkpoint(trainer, filepath)
+        if previous and self._should_remove_checkpoint(trainer, previous, filepath):
+            trainer.strategy.remove_checkpoint(previous)
 
-    def _write(self, trainer: Any, path: str) -> None:
-        trainer.save_checkpoint(path, weights_only=self.save_weights_only)
+    def _save_none_monitor_checkpoint(self, trainer: Any,
+                                      candidates: dict[str, torch.Tensor]) -> None:
+        filepath = self._versioned(trainer, candidates, None, self.best_model_path)
+        previous, self.best_model_path = self.best_model_path, filepath
+        self._save_checkpoint(trainer, filepath)
+        if self.save_top_k == 1 and previous and self._should_remove_checkpoint(
+                trainer, previous, filepath):
+            trainer.strategy.remove_checkpoint(previous)
+
+    def _update_best_and_save(self, current: torch.Tensor, trainer: Any,
+                              candidates: dict[str, torch.Tensor]) -> None:
+        k = len(self.best_k_models) + 1 if self.save_top_k == -1 else self.save_top_k
+        del_filepath = None
+        if len(self.best_k_models) == k and k > 0:
+            del_filepath = self.kth_best_model_path
+            self.best_k_models.pop(del_filepath)
+        if torch.isnan(current):  # NaN ranks last
+            current = torch.tensor(mon.MODES[self.mode])
+        filepath = self._versioned(trainer, candidates, None, del_filepath)
+        self.current_score = current
+        self.best_k_models[filepath] = current
+        if len(self.best_k_models) == k:
+            worst = max if self.mode == "min" else min
+            self.kth_best_model_path = worst(self.best_k_models,
+                                             key=lambda p: float(self.best_k_models[p]))
+            self.kth_value = self.best_k_models[self.kth_best_model_path]
+        best = min if self.mode == "min" else max
+        self.best_model_path = best(self.best_k_models,
+                                    key=lambda p: float(self.best_k_models[p]))
+        self.best_model_score = self.best_k_models[self.best_model_path]
         if self.verbose:
-            trainer.print(f"ModelCheckpoint: saved {path}")
+            rank_zero_info(f"Epoch {int(candidates['epoch']):d}, global step "
+                           f"{int(candidates['step']):d}: {self.monitor!r} reached "
+                           f"{float(current):0.5f} (best {float(self.best_model_score):0.5f}), "
+                           f"saving model to {filepath!r} as top {k}")
+        self._save_checkpoint(trainer, filepath)
+        if del_filepath and self._should_remove_checkpoint(trainer, del_filepath, filepath):
+            trainer.strategy.remove_checkpoint(del_filepath)
 
-    def _path(self, metrics: dict[str, float], trainer: Any) -> str:
-        values = {**metrics, "epoch": trainer.current_epoch, "step": trainer.global_step}
-        template = self.filename or "{epoch}-{step}"
-
-        def fill(match: re.Match[str]) -> str:
-            name, spec = match.group(1), match.group(2) or ""
-            if name not in values:
-                raise ConfigurationError(
-                    f"ModelCheckpoint(filename={template!r}) uses {{{name}}}, which was not "
-                    f"logged; available: {sorted(values)}")
-            return f"{name}={format(values[name], spec[1:] if spec else '')}"
-
-        name = _FIELD.sub(fill, template)
+    def _should_remove_checkpoint(self, trainer: Any, previous: str, current: str) -> bool:
+        """Never remove the file just written, the one training resumed from, or a file
+        outside ``dirpath``."""
+        if previous == current:
+            return False
+        path = Path(previous).absolute()
+        if trainer.ckpt_path is not None and path == Path(trainer.ckpt_path).absolute():
+            return False
         assert self.dirpath is not None
-        path = self.dirpath / f"{name}{self.CHECKPOINT_EXT}"
-        replacing = self.save_top_k == 1 and str(path) == self.best_model_path
-        version = 1
-        while not replacing and (path.exists() or str(path) in self.best_k_models):
-            path = self.dirpath / f"{name}-v{version}{self.CHECKPOINT_EXT}"  # never overwrite
-            version += 1
-        # Rank zero decides: another rank looking after rank zero wrote would see the file.
-        return str(trainer.strategy.broadcast(str(path)))
+        return Path(self.dirpath).absolute() in path.parents
+
+
+def _validate(**given: Any) -> None:
+    """Raise one ConfigurationError that echoes the arguments for a configuration that cannot
+    work."""
+    problems: list[str] = []
+    mode, top_k, monitor = given["mode"], given["save_top_k"], given["monitor"]
+    if mode not in mon.MODES:
+        problems.append(f"`mode` can be min, max but got {mode}; use 'min' or 'max'")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < -1:
+        problems.append(f"Invalid value for save_top_k={top_k!r}. Must be >= -1 (-1 keeps "
+                        "all, 0 none, k the best k)")
+    elif monitor is None and top_k not in (-1, 0, 1):
+        problems.append(f"ModelCheckpoint(save_top_k={top_k}, monitor=None) is not a valid "
+                        "configuration. No quantity for top_k to track: set monitor='...' too")
+    elif monitor is not None and top_k == 0:
+        problems.append(f"save_top_k=0 keeps no monitored checkpoint, so monitor={monitor!r} "
+                        "would be ignored: drop monitor, or set save_top_k to -1 or k >= 1")
+    for flag in ("every_n_train_steps", "every_n_epochs"):
+        value = given[flag]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 0):
+            problems.append(f"Invalid value for {flag}={value!r}. Must be >= 0")
+    interval = given["train_time_interval"]
+    if interval is not None and not isinstance(interval, timedelta):
+        problems.append(f"train_time_interval={interval!r}: use a datetime.timedelta")
+    if not problems:
+        triggers = [bool(given["every_n_train_steps"]), bool(given["every_n_epochs"]),
+                    interval is not None]
+        if sum(triggers) > 1:
+            problems.append(
+                f"Combination of parameters every_n_train_steps={given['every_n_train_steps']}, "
+                f"every_n_epochs={given['every_n_epochs']} and train_time_interval={interval} "
+                "should be mutually exclusive: keep one trigger")
+    save_last = given["save_last"]
+    if save_last not in (None, True, False, "link"):
+        problems.append(f"save_last={save_last!r}: use True, False, None or 'link'")
+    if problems:
+        shown = ", ".join(f"{k}={v!r}" for k, v in given.items() if v is not None)
+        raise ConfigurationError(f"ModelCheckpoint({shown}): " + "; ".join(problems))

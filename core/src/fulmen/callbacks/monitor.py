@@ -14,13 +14,17 @@ def check_mode(owner: str, mode: str) -> None:
         raise ConfigurationError(f"{owner}(mode={mode!r}): use 'min' or 'max'")
 
 
+def missing_message(owner: str, monitor: str, logged: Any) -> str:
+    """Why ``monitor`` cannot be read, listing what was ``logged``."""
+    return (f"{owner}(monitor={monitor!r}) found no metric named {monitor!r}. Logged metrics: "
+            f"{sorted(logged) or '(none yet)'}. Log it with self.log({monitor!r}, value) or "
+            "monitor one of these")
+
+
 def read(owner: str, trainer: Any, monitor: str) -> float:
     metrics = trainer.callback_metrics
     if monitor not in metrics:
-        raise ConfigurationError(
-            f"{owner}(monitor={monitor!r}) found no metric named {monitor!r}. Logged metrics: "
-            f"{sorted(metrics) or '(none yet)'}. Log it with self.log({monitor!r}, value) or "
-            "monitor one of these")
+        raise ConfigurationError(missing_message(owner, monitor, metrics))
     return float(metrics[monitor])
 
 

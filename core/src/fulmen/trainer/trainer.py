@@ -25,6 +25,7 @@ from fulmen.trainer.hooks import HookTable
 from fulmen.trainer.optim import LRSchedulerConfig, OptimizerWrapper, parse_optimizers
 from fulmen.trainer.preemption import Preempted, Preemption, hpc_checkpoints
 from fulmen.trainer.results import Results
+from fulmen.utilities.rank_zero import set_rank
 
 
 class Trainer(SelectionReport):
@@ -156,6 +157,7 @@ class Trainer(SelectionReport):
         self.should_stop = False
         self.state = "initializing"
         self.sanity_checking = False
+        self.ckpt_path: str | None = None  # the checkpoint the last stage restored from
         self.num_training_batches: int | float = 0
         self.num_val_batches: list[int | float] = []
         self._results: Results | None = None
@@ -200,6 +202,18 @@ class Trainer(SelectionReport):
         from fulmen.callbacks import ModelCheckpoint
 
         return next((c for c in self.callbacks if isinstance(c, ModelCheckpoint)), None)
+
+    @property
+    def checkpoint_callbacks(self) -> list[Any]:
+        from fulmen.callbacks import ModelCheckpoint
+
+        return [c for c in self.callbacks if isinstance(c, ModelCheckpoint)]
+
+    @property
+    def early_stopping_callbacks(self) -> list[Any]:
+        from fulmen.callbacks import EarlyStopping
+
+        return [c for c in self.callbacks if isinstance(c, EarlyStopping)]
 
     @property
     def early_stopping_callback(self) -> Any:
@@ -356,6 +370,7 @@ class Trainer(SelectionReport):
             datamodule.trainer = self
         hook_stage = {"validate": "validate"}.get(stage, stage)
         self.strategy.setup_environment()
+        set_rank(self.global_rank)
         for lg in self.loggers:  # every rank must agree on the run directory
             lg.set_version(self.strategy.broadcast(lg.version))
         self._prepare_data()
@@ -606,13 +621,13 @@ class Trainer(SelectionReport):
         if cb is not None:
             last = cb.find_last()
             candidates += [Path(last)] if last else []
-            if cb.dirpath is not None and cb.dirpath.is_dir():
-                candidates += list(cb.dirpath.glob(f"*{cb.CHECKPOINT_EXT}"))
+            if cb.dirpath and Path(cb.dirpath).is_dir():
+                candidates += list(Path(cb.dirpath).glob(f"*{cb.FILE_EXTENSION}"))
         existing = [p for p in candidates if p.exists()]
         return str(max(existing, key=lambda p: p.stat().st_mtime_ns)) if existing else None
 
     def _load_for(self, stage: str, ckpt_path: Any, weights_only: bool) -> dict[str, Any] | None:
-        path = self._resolve_ckpt_path(ckpt_path)
+        path = self.ckpt_path = self._resolve_ckpt_path(ckpt_path)
         if path is None:
             return None
         checkpoint = self.strategy.load_checkpoint(path, weights_only=weights_only)
