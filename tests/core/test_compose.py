@@ -364,3 +364,17 @@ def test_hints_for_missing_names_are_data(tmp_path):
     assert "make" not in known_plugins.DATA.with_suffix(".py").read_text()
     assert shipped["strategy"]["horovod"].install.startswith(
         "build it with plugins/horovod/build-horovod.sh")
+
+
+@pytest.mark.parametrize(("variables", "message"), [
+    ({"RANK": "3", "WORLD_SIZE": "2", "LOCAL_RANK": "0"}, "RANK=3 but WORLD_SIZE=2"),
+    ({"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "2"}, "LOCAL_RANK=2 but WORLD_SIZE=2"),
+])
+def test_ranks_at_or_above_the_world_size_are_refused_before_anything_starts(
+        monkeypatch, variables, message):
+    """Used to hang: rank 3 of 2 waits forever for peers that do not exist."""
+    for name, value in {**variables, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29555"}.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigurationError, match=message) as info:
+        compose(accelerator="cpu", devices=2, strategy="ddp")
+    assert "ranks count from 0" in str(info.value)

@@ -165,6 +165,23 @@ class _Composer:
             env.validate_settings(num_devices=num_devices, num_nodes=num_nodes)
         except ConfigurationError as exc:
             self.fail(exc)
+            return
+        if env.creates_processes_externally:
+            self.check_ranks(env)
+
+    def check_ranks(self, env: ClusterEnvironment) -> None:
+        """Processes started by someone else: their ranks must fit their world size (a rank at
+        or above it waits forever for peers that do not exist)."""
+        try:
+            rank, world, local = env.global_rank(), env.world_size(), env.local_rank()
+        except ConfigurationError as exc:
+            self.fail(exc)
+            return
+        if not (0 <= rank < world and 0 <= local < world):
+            self.fail(f"cluster environment {env.name!r} says this process is rank {rank} (local "
+                      f"rank {local}) of world size {world}: every rank must be below the world "
+                      "size. Check the rank variables the launcher set (`fulmen doctor` lists "
+                      "them).")
 
     def raise_errors(self) -> None:
         if len(self.errors) == 1:

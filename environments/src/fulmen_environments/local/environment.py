@@ -57,6 +57,18 @@ class LocalEnvironment(ClusterEnvironment):
     def set_global_rank(self, rank: int) -> None:
         self._global_rank = rank
 
+    def validate_settings(self, num_devices: int, num_nodes: int) -> None:
+        """Variables set by hand (or by another launcher) must agree with each other."""
+        if not self.creates_processes_externally or "WORLD_SIZE" not in os.environ:
+            return
+        world = self.world_size()
+        for var in ("RANK", "LOCAL_RANK"):
+            if var in os.environ and _rank(os.environ[var], var) >= world:
+                raise ConfigurationError(
+                    f"{var}={os.environ[var]} but WORLD_SIZE={os.environ['WORLD_SIZE']}: a rank "
+                    "must be below the world size (ranks count from 0). Fix the variables, or "
+                    "unset LOCAL_RANK, RANK and WORLD_SIZE and let fulmen start the processes")
+
     def local_rank(self) -> int:
         return _rank(os.environ.get("LOCAL_RANK", "0"), "LOCAL_RANK")
 
