@@ -103,7 +103,8 @@ def _plugins(as_json: bool, detect: bool) -> int:
     try:
         catalog = manager.catalog()
         for kind in KINDS:
-            names[kind] = [{**e.record.facts(), "plugin": e.plugin.name}
+            names[kind] = [{**e.record.facts(), "plugin": e.plugin.name,
+                            "missing": list(e.record.missing())}
                            for e in catalog.entries(kind)]
     except FulmenError as exc:
         errors.append(str(exc))
@@ -155,9 +156,15 @@ def _print(report: dict[str, Any]) -> None:
     rows = report["plugins"]
     print(f"Plugins (entry-point group 'fulmen.plugins'): {len(rows)}")
     width = max([len(r["name"]) for r in rows] + [4])
+    needs: dict[str, set[str]] = {}
+    for entries in report["names"].values():
+        for e in entries:
+            needs.setdefault(e["plugin"], set()).update(e["missing"])
     for r in rows:
         origin = f"{r['distribution']} {r['version']}" if r["distribution"] else "runtime"
         status = r["status"] + (f": {r['reason']}" if r["reason"] else "")
+        if needs.get(r["name"]):
+            status += f", but needs {', '.join(sorted(needs[r['name']]))} (not installed)"
         print(f"  {r['name']:<{width}}  {origin:<28} {status}")
     for kind in KINDS:
         entries = report["names"][kind]
@@ -166,7 +173,8 @@ def _print(report: dict[str, Any]) -> None:
         for e in entries:
             aka = e["aliases"] + [f"{a} (deprecated)" for a in e["deprecated_aliases"]]
             alias = f" [also: {', '.join(aka)}]" if aka else ""
-            print(f"  {e['name']:<{nwidth}}  {e['description']}{alias}  ({e['plugin']})")
+            needs = f"  [needs {', '.join(e['missing'])} (not installed)]" if e["missing"] else ""
+            print(f"  {e['name']:<{nwidth}}  {e['description']}{alias}  ({e['plugin']}){needs}")
     detect = report.get("detect")
     if detect:
         print("\nDetection on this machine, in the order the detectors are asked:")

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from fulmen.errors import PluginError
 
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_\-]*$")
+_MODULE_PATTERN = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
 _TARGET_PATTERN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _TUPLE_FIELDS = ("aliases", "deprecated_aliases", "accelerators", "precisions", "strategies")
 
@@ -62,6 +63,10 @@ class Spec:
     deprecated_aliases: legacy names still accepted with a deprecation warning that shows ``name``.
     description: one line for ``fulmen plugins`` and error messages.
     init_kwargs: keyword arguments the target is constructed with.
+    requires: modules the target needs that its distribution does not install (``"horovod"``);
+        listing checks them without importing anything, and selecting the name while one is
+        missing is an error that says so.
+    install: how to get what ``requires`` names, for that error (``"make install-horovod"``).
     """
 
     kind: ClassVar[str] = "plugin"
@@ -72,6 +77,8 @@ class Spec:
     deprecated_aliases: Sequence[str] = ()
     description: str = ""
     init_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    requires: Sequence[str] = ()
+    install: str = ""
 
     def __post_init__(self) -> None:
         label = f"{type(self).__name__}(name={self.name!r})"
@@ -99,6 +106,11 @@ class Spec:
             raise PluginError(f"invalid {label}: init_kwargs must map argument names to values, "
                               f"got {self.init_kwargs!r}")
         object.__setattr__(self, "init_kwargs", MappingProxyType(dict(self.init_kwargs)))
+        if isinstance(self.requires, str) or not all(
+                isinstance(m, str) and _MODULE_PATTERN.match(m) for m in self.requires):
+            raise PluginError(f"invalid {label}: requires must be a list of importable module "
+                              f"names, got {self.requires!r}")
+        object.__setattr__(self, "requires", tuple(self.requires))
         if self.name in (*self.aliases, *self.deprecated_aliases):
             raise PluginError(f"invalid {label}: the name is also listed as an alias")
 
@@ -120,8 +132,21 @@ class Spec:
             return self.target
         return load_target(self.target, f"{self.kind} {self.name!r}")
 
+    def missing(self) -> tuple[str, ...]:
+        """The modules of ``requires`` that cannot be found (checked without importing them)."""
+        import importlib.util
+
+        return tuple(m for m in self.requires if importlib.util.find_spec(m.split(".")[0]) is None)
+
     def create(self, **overrides: Any) -> Any:
         """Construct the target with ``init_kwargs`` (and ``overrides``); set ``.name``."""
+        missing = self.missing()
+        if missing:
+            from fulmen.errors import ConfigurationError
+
+            how = f"; {self.install}" if self.install else ""
+            raise ConfigurationError(f"{self.kind}={self.name!r} needs {', '.join(missing)} "
+                                     f"(not installed){how}")
         instance = self.load()(**{**self.init_kwargs, **overrides})
         instance.name = self.name
         return instance

@@ -106,3 +106,13 @@ def test_bad_strategy_arguments_are_configuration_errors(no_horovod):
         HorovodStrategy(backward_passes_per_step=0)
     with pytest.raises(ConfigurationError, match="compression='zip'"):
         HorovodStrategy(compression="zip")
+
+
+def test_listing_says_what_the_plugin_needs_without_importing_it(no_horovod, capsys):
+    """The record's ``requires`` is checked with find_spec: no import, and the listing says so."""
+    from fulmen.cli import main
+
+    assert main(["plugins"]) == 0
+    out = capsys.readouterr().out
+    assert "active, but needs horovod (not installed)" in out
+    assert "[needs horovod (not installed)]" in out

@@ -10,6 +10,9 @@ from fulmen import EnvironmentSpec, StrategySpec, hookimpl
 
 #: Set by ``horovodrun --gloo`` in every worker (``horovodrun`` over MPI sets the MPI ones).
 MARKERS = ("HOROVOD_RANK", "HOROVOD_SIZE")
+INSTALL = ("fulmen-horovod does not install Horovod itself: build it against the installed "
+           "torch with plugins/horovod/build-horovod.sh (make install-horovod in a fulmen "
+           "checkout; see docs/horovod.md), or use strategy='ddp', which needs no extra library")
 
 
 @hookimpl
@@ -17,6 +20,7 @@ def fulmen_strategies():
     yield StrategySpec(
         name="horovod",
         target="fulmen_horovod.strategy:HorovodStrategy",
+        requires=["horovod"], install=INSTALL,
         accelerators=["cpu", "cuda"],
         description="Horovod ring-allreduce; processes started by horovodrun / mpirun",
     )
@@ -27,6 +31,7 @@ def fulmen_environments():
     yield EnvironmentSpec(
         name="horovod",
         target="fulmen_horovod.environment:HorovodEnvironment",
+        requires=["horovod"], install=INSTALL,
         description="horovodrun --gloo (ranks from HOROVOD_RANK, HOROVOD_SIZE, ...)",
     )
 
