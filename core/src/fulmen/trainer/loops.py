@@ -40,20 +40,35 @@ def preserved_rng() -> Iterator[None]:
 
 
 def make_transfer(trainer: Trainer) -> Callable[[Any, int], Any] | None:
-    """The batch-transfer function, or None when batches need nothing (CPU, no hooks)."""
-    module, strategy = trainer.module, trainer.strategy
+    """The batch-transfer function, or None when batches need nothing (CPU, no hooks).
+
+    Each of the three transfer hooks comes from the DataModule when it overrides it, else
+    from the module (Lightning's rule)."""
+    from fulmen.datamodule import DataModule
+
+    module, strategy, datamodule = trainer.module, trainer.strategy, trainer.datamodule
     assert module is not None
-    hooks = any(getattr(type(module), h) is not getattr(Module, h) for h in _TRANSFER_HOOKS)
+    owners: list[Any] = []
+    for name in _TRANSFER_HOOKS:
+        dm_over = datamodule is not None and \
+            getattr(type(datamodule), name) is not getattr(DataModule, name)
+        if dm_over and getattr(type(module), name) is not getattr(Module, name):
+            warnings.warn(f"{name} is overridden in both the module and the DataModule; the "
+                          "DataModule's is used", stacklevel=3)
+        owners.append(datamodule if dm_over else module)
+    hooks = any(getattr(type(module), h) is not getattr(Module, h) for h in _TRANSFER_HOOKS) \
+        or any(o is datamodule for o in owners)
     precision = strategy.precision
     converts = type(precision).convert_input is not Precision.convert_input
     device = strategy.root_device
     if not hooks and not converts and device.type == "cpu":
         return None
+    before, move, after = (getattr(o, n) for o, n in zip(owners, _TRANSFER_HOOKS))
 
     def transfer(batch: Any, dataloader_idx: int = 0) -> Any:
-        batch = module.on_before_batch_transfer(batch, dataloader_idx)
-        batch = module.transfer_batch_to_device(batch, device, dataloader_idx)
-        batch = module.on_after_batch_transfer(batch, dataloader_idx)
+        batch = before(batch, dataloader_idx)
+        batch = move(batch, device, dataloader_idx)
+        batch = after(batch, dataloader_idx)
         return precision.convert_input(batch)
 
     return transfer
@@ -213,8 +228,13 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
     has_start, has_end = hooks.has("on_train_batch_start"), hooks.has("on_train_batch_end")
     backward_hooks = any(hooks.has(h) for h in ("on_before_backward", "on_after_backward",
                                                "on_before_zero_grad"))
-    after = (lambda: trainer._after_closure(optimizer)) if (
-        hooks.has("on_before_optimizer_step") or trainer.gradient_clip_val) else None
+    after = trainer._after_closure_for(optimizer)
+    own_step = _overridden(module, "optimizer_step")
+    own_zero = _overridden(module, "optimizer_zero_grad")
+    user_optimizer = trainer._optimizers_for_user(True)[0] if own_step else None
+    epoch = trainer.current_epoch
+    ran = False
+    losses = 0
     step_schedulers = any(c.interval == "step" for c in trainer._lr_scheduler_configs)
     loggers = bool(trainer.loggers)
     log_every = trainer.log_every_n_steps
@@ -240,16 +260,21 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
 
             def closure(batch: Any = batch, batch_idx: int = batch_idx,
                         first: bool = first) -> Any:
-                nonlocal output
+                nonlocal output, ran, losses
+                ran = True
                 results.hook = "training_step"
                 output = step("training_step", batch, batch_idx)
                 loss = _loss_of(output)
-                if loss is None:
-                    return None
                 if first:
                     if backward_hooks:
                         hooks("on_before_zero_grad", optimizer)
-                    optimizer.zero_grad(set_to_none=True)
+                    if own_zero:
+                        module.optimizer_zero_grad(epoch, batch_idx, optimizer)
+                    else:
+                        optimizer.zero_grad(set_to_none=True)
+                if loss is None:  # skip: no backward, and the zeroed gradients move nothing
+                    return None
+                losses += 1
                 if accumulate > 1:
                     loss = loss / accumulate
                 if backward_hooks:
@@ -258,10 +283,16 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
                     strategy.backward(loss)
                 return loss
 
+            ran = False
             if last:
-                strategy.optimizer_step(optimizer, closure, after)
-                trainer.global_step += 1
+                if own_step:
+                    module.optimizer_step(epoch, batch_idx, user_optimizer, closure)
+                else:
+                    strategy.optimizer_step(optimizer, closure, after)
+                    trainer.global_step += 1
                 stepped = True
+                if not ran:
+                    _closure_not_run(own_step)
             else:
                 with strategy.no_backward_sync():
                     closure()
@@ -282,6 +313,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             raise preemption.act(action)  # between optimizer steps: nothing half-accumulated
         if val_every is not None and _should_validate(trainer, batch_idx, total, n_batches,
                                                       val_every):
+            module.on_validation_model_zero_grad()
             with preserved_rng():
                 evaluate(trainer, "validate", val[0], val[1], during_fit=True)
             trainer._results = results
@@ -290,8 +322,25 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             trainer.should_stop = True
         if trainer.should_stop and trainer.current_epoch + 1 >= trainer.min_epochs:
             break
+    ran_batches = trainer._loop_state["batches_done"] - start
+    if automatic and ran_batches and losses == 0:
+        warnings.warn(f"training_step returned None for every batch of epoch {epoch} "
+                      f"({ran_batches} batches): nothing was trained. Return the "
+                      "loss (a tensor, or a dict with 'loss'); None skips a batch",
+                      stacklevel=2)
     _end_train_epoch(trainer, results)
     return total
+
+
+def _overridden(module: Module, name: str) -> bool:
+    return getattr(type(module), name) is not getattr(Module, name)
+
+
+def _closure_not_run(own_step: bool) -> None:
+    where = ("your optimizer_step override must call optimizer.step(closure=optimizer_closure)"
+             if own_step else "the optimizer's step(closure) did not call the closure")
+    raise ConfigurationError(f"the training step did not run for this batch: {where}. The "
+                             "closure runs training_step, zero_grad and backward")
 
 
 def _count(start: int) -> Iterator[int]:
@@ -315,6 +364,9 @@ def _end_train_epoch(trainer: Trainer, results: Any) -> None:
 
 def _step_schedulers(trainer: Trainer, interval: str) -> None:
     counter = trainer.global_step if interval == "step" else trainer.current_epoch + 1
+    module = trainer.module
+    assert module is not None
+    own = _overridden(module, "lr_scheduler_step")
     for config in trainer._lr_scheduler_configs:
         if config.interval != interval or counter % config.frequency:
             continue
@@ -328,7 +380,12 @@ def _step_schedulers(trainer: Trainer, interval: str) -> None:
                     raise ConfigurationError(message + " (set 'strict': False to skip instead)")
                 warnings.warn(message + "; the scheduler was not stepped", stacklevel=2)
                 continue
-            config.scheduler.step(value)
+            if own:
+                module.lr_scheduler_step(config.scheduler, value)
+            else:
+                config.scheduler.step(value)
+        elif own:
+            module.lr_scheduler_step(config.scheduler, None)
         else:
             config.scheduler.step()
 
@@ -401,8 +458,9 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
         getattr(module, method)()  # raises the clear 'has no ..._step' error
     results = trainer._new_results("validate" if prefix == "validation" else "test")
     previous, trainer._results = trainer._results, results
-    was_training = module.training
-    module.eval()
+    modes = {m: m.training for m in module.modules()}
+    model_hook = "on_test_model" if prefix == "test" else "on_validation_model"
+    getattr(module, f"{model_hook}_eval")()
     transfer = make_transfer(trainer)
     pass_idx = len(loaders) > 1 and _takes_dataloader_idx(getattr(module, method))
     hooks(f"on_{prefix}_start")
@@ -411,16 +469,17 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
         for dl_idx, (loader, count) in enumerate(zip(loaders, counts)):
             results.dataloader_suffix = f"/dataloader_idx_{dl_idx}" if len(loaders) > 1 else ""
             extra = (dl_idx,) if pass_idx else ()
+            hook_idx = (dl_idx,) if len(loaders) > 1 else ()  # Lightning passes it only then
             for batch_idx, batch in enumerate(loader):
                 if batch_idx >= count:
                     break
                 if transfer is not None:
                     batch = transfer(batch, dl_idx)
                 results.batch = batch
-                hooks(f"on_{prefix}_batch_start", batch, batch_idx, dl_idx)
+                hooks(f"on_{prefix}_batch_start", batch, batch_idx, *hook_idx)
                 results.hook = method
                 output = strategy.step(method, batch, batch_idx, *extra)
-                hooks(f"on_{prefix}_batch_end", output, batch, batch_idx, dl_idx)
+                hooks(f"on_{prefix}_batch_end", output, batch, batch_idx, *hook_idx)
     results.dataloader_suffix = ""
     hooks.before_monitors(f"on_{prefix}_epoch_end")
     if sanity:
@@ -430,8 +489,11 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
     hooks.monitors(f"on_{prefix}_epoch_end")
     hooks(f"on_{prefix}_end")
     trainer._results = previous
-    if was_training:
-        module.train()
+    if _overridden(module, f"{model_hook}_train"):
+        getattr(module, f"{model_hook}_train")()
+    else:
+        for submodule, mode in modes.items():
+            submodule.training = mode
     return _split_by_loader(finished, len(loaders))
 
 
@@ -481,7 +543,7 @@ def predict(trainer: Trainer, explicit: Any, return_predictions: bool = True) ->
     counts = [data.num_batches(d, trainer.limit_predict_batches, "predict") for d in loaders]
     if not any(counts):
         raise ConfigurationError("every predict dataloader is empty (0 batches)")
-    module.eval()
+    module.on_predict_model_eval()
     transfer = make_transfer(trainer)
     pass_idx = len(loaders) > 1 and _takes_dataloader_idx(module.predict_step)
     all_outputs: list[list[Any]] = []
@@ -492,15 +554,16 @@ def predict(trainer: Trainer, explicit: Any, return_predictions: bool = True) ->
         for dl_idx, (loader, count) in enumerate(zip(loaders, counts)):
             outputs: list[Any] = []
             extra = (dl_idx,) if pass_idx else ()
+            hook_idx = (dl_idx,) if len(loaders) > 1 else ()
             for batch_idx, batch in enumerate(loader):
                 if batch_idx >= count:
                     break
                 if transfer is not None:
                     batch = transfer(batch, dl_idx)
-                hooks("on_predict_batch_start", batch, batch_idx, dl_idx)
+                hooks("on_predict_batch_start", batch, batch_idx, *hook_idx)
                 results.hook = "predict_step"
                 output = strategy.step("predict_step", batch, batch_idx, *extra)
-                hooks("on_predict_batch_end", output, batch, batch_idx, dl_idx)
+                hooks("on_predict_batch_end", output, batch, batch_idx, *hook_idx)
                 if return_predictions:
                     outputs.append(strategy.precision.convert_output(output))
             all_outputs.append(outputs)

@@ -128,7 +128,7 @@ class Trainer(SelectionReport):
         self.num_sanity_val_steps = num_sanity_val_steps
         self.accumulate_grad_batches = accumulate_grad_batches
         self.gradient_clip_val = gradient_clip_val
-        self.gradient_clip_algorithm = gradient_clip_algorithm or "norm"
+        self.gradient_clip_algorithm = gradient_clip_algorithm
         self.deterministic, self.benchmark = deterministic, benchmark
         self.detect_anomaly = detect_anomaly
         self.log_every_n_steps = log_every_n_steps
@@ -179,6 +179,12 @@ class Trainer(SelectionReport):
     def lightning_module(self) -> Module | None:
         """The module being run (the name Lightning users know)."""
         return self.module
+
+    @property
+    def model(self) -> torch.nn.Module | None:
+        """What steps run through: the module as the strategy wrapped it (DDP...)."""
+        model = self.strategy.model
+        return model if model is not None else self.module
 
     @property
     def logger(self) -> Any:
@@ -366,6 +372,8 @@ class Trainer(SelectionReport):
             if datamodule is not None:
                 datamodule.setup(hook_stage)
             self._hooks("setup", hook_stage)
+            if type(model).configure_model is not Module.configure_model:
+                model.configure_model()
             self.strategy.sync_batchnorm = self.sync_batchnorm
             self.strategy.setup_module(model)
             if stage == "fit":
@@ -389,6 +397,8 @@ class Trainer(SelectionReport):
         except BaseException as exc:
             self.strategy.on_exception(exc)
             self._hooks("on_exception", exc)
+            if datamodule is not None:
+                datamodule.on_exception(exc)
             self._teardown(hook_stage, failed=True)
             raise
         self._teardown(hook_stage, failed=False)
@@ -427,12 +437,17 @@ class Trainer(SelectionReport):
                 lg.log_hyperparams(params)
 
     def _prepare_data(self) -> None:
-        owners = [o for o in (self.datamodule, self.module) if o is not None]
-        if self.local_rank == 0:
-            for owner in owners:
-                prepare = getattr(owner, "prepare_data", None)
-                if prepare is not None:
-                    prepare()
+        """``prepare_data`` of the DataModule and the module: once per node (local rank 0),
+        or once per job (global rank 0) where ``prepare_data_per_node = False``."""
+        from fulmen.datamodule import DataModule
+
+        owners: list[tuple[Any, type]] = [(self.datamodule, DataModule), (self.module, Module)]
+        for owner, base in owners:
+            if owner is None or type(owner).prepare_data is base.prepare_data:
+                continue
+            rank = self.local_rank if owner.prepare_data_per_node else self.global_rank
+            if rank == 0:
+                owner.prepare_data()
         self.strategy.barrier("prepare_data")
 
     def _teardown(self, stage: str, failed: bool) -> None:
@@ -494,16 +509,28 @@ class Trainer(SelectionReport):
         self.strategy.backward(loss, *args, **kwargs)
         self._hooks("on_after_backward")
 
+    def _after_closure_for(self, optimizer: Any) -> Any:
+        """What runs between backward and the update (hooks, clipping); None when nothing."""
+        assert self._hooks is not None and self.module is not None
+        clip_hook = type(self.module).configure_gradient_clipping is not \
+            Module.configure_gradient_clipping
+        if not (self._hooks.has("on_before_optimizer_step") or self.gradient_clip_val
+                or (clip_hook and self.module.automatic_optimization)):
+            return None
+        return lambda: self._after_closure(optimizer)
+
     def _after_closure(self, optimizer: Any) -> None:
-        assert self._hooks is not None
+        assert self._hooks is not None and self.module is not None
         self._hooks("on_before_optimizer_step", optimizer)
-        if self.gradient_clip_val:
-            self.strategy.clip_gradients(self.module, optimizer,  # type: ignore[arg-type]
-                                         self.gradient_clip_val, self.gradient_clip_algorithm)
+        if self.module.automatic_optimization:  # manual optimization clips in training_step
+            self.module.configure_gradient_clipping(
+                optimizer, gradient_clip_val=self.gradient_clip_val,
+                gradient_clip_algorithm=self.gradient_clip_algorithm)
 
     def _manual_optimizer_step(self, optimizer: Any, closure: Any) -> Any:
-        out = self.strategy.optimizer_step(optimizer, closure,
-                                           lambda: self._after_closure(optimizer))
+        """``step`` of what ``self.optimizers()`` returns (and of the optimizer an
+        ``optimizer_step`` override receives): through the strategy, counting the step."""
+        out = self.strategy.optimizer_step(optimizer, closure, self._after_closure_for(optimizer))
         self.global_step += 1
         return out
 
