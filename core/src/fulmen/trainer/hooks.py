@@ -44,8 +44,14 @@ def check_signature(obj: Any, name: str, base: type) -> None:
         actual.bind(*[None] * len(required))
     except TypeError:
         raise ConfigurationError(
-            f"{type(obj).__name__}.{name}{actual} cannot take the arguments fulmen passes: "
-            f"the hook's signature is {name}{expected}") from None
+            f"{type(obj).__name__}.{name}{_plain(actual)} cannot take the arguments fulmen "
+            f"passes: the hook's signature is {name}{_plain(expected)}") from None
+
+
+def _plain(signature: inspect.Signature) -> str:
+    """``(self, epoch, batch_idx, optimizer, optimizer_closure=None)``: names and defaults."""
+    params = [p.replace(annotation=p.empty) for p in signature.parameters.values()]
+    return str(signature.replace(parameters=params, return_annotation=inspect.Signature.empty))
 
 
 def _overrides(obj: Any, name: str, base: type) -> bool:

@@ -22,6 +22,7 @@ from fulmen.errors import ConfigurationError
 from fulmen.module import Module
 from fulmen.seed import rng_states, set_rng_states
 from fulmen.trainer import data
+from fulmen.trainer.progress import Counter, FitProgress
 
 if TYPE_CHECKING:
     from fulmen.trainer.trainer import Trainer
@@ -104,7 +105,11 @@ def _loss_of(output: Any) -> torch.Tensor | None:
 
 def fit_state(trainer: Trainer) -> dict[str, Any]:
     """Where the fit loop is, for a checkpoint (mid-epoch resume included)."""
-    state = dict(trainer._loop_state)
+    progress = trainer._progress
+    progress.steps.started = progress.steps.completed = trainer.global_step
+    state = {**trainer._loop_state, "progress": progress.state_dict(),
+             # derived from the counters, for readers of older checkpoints
+             "epoch_done": not progress.in_epoch, "batches_done": progress.batches.completed}
     if trainer._train_results is not None:
         state["results"] = trainer._train_results.state_dict()
     return state
@@ -140,8 +145,16 @@ def fit(trainer: Trainer, loaders: dict[str, Any]) -> None:
 
     restore = trainer._restore or {}
     loop_state = restore.get("loops", {}).get("fit", {})
-    if restore and loop_state.get("epoch_done", True):
-        trainer.current_epoch = restore["epoch"] + 1
+    if restore:
+        progress = FitProgress.from_state(loop_state.get("progress", loop_state),
+                                          restore["epoch"])
+        trainer.current_epoch = progress.epochs.completed
+    else:
+        progress = FitProgress()
+        progress.epochs = Counter(trainer.current_epoch, trainer.current_epoch)
+    progress.steps = Counter(trainer.global_step, trainer.global_step)
+    trainer._progress = progress
+    mid_epoch = restore and progress.in_epoch
     module.train()
     hooks("on_fit_start")
     if trainer.num_sanity_val_steps and val[0] and n_batches:
@@ -153,12 +166,12 @@ def fit(trainer: Trainer, loaders: dict[str, Any]) -> None:
             break
         if 0 <= trainer.max_steps <= trainer.global_step:
             break
-        resume = loop_state if restore and not loop_state.get("epoch_done", True) else None
-        if restore and loop_state.get("epoch_done", True) and "rng_states" in restore:
+        resume = loop_state if mid_epoch else None
+        if restore and not mid_epoch and "rng_states" in restore:
             set_rng_states(restore["rng_states"])
         total = _train_epoch(trainer, train, n_batches, val, val_every, total, resume,
                              restore.get("rng_states"))
-        restore, loop_state = {}, {}
+        restore, loop_state, mid_epoch = {}, {}, False
         if trainer.should_stop and trainer.current_epoch + 1 < trainer.min_epochs:
             trainer.should_stop = False  # min_epochs wins over early stopping
         if _out_of_time(trainer):
@@ -212,13 +225,15 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
     if resume is not None:
         set_rng_states(epoch_rng)
     iterator = iter(loader)
-    start = 0
+    progress = trainer._progress
+    start = progress.batches.completed if resume is not None else 0
     if resume is not None:
-        start = resume["batches_done"]
         for _ in range(start):  # replay the sampler to where the checkpoint was taken
             next(iterator)
         set_rng_states(rng_at_save)
-    trainer._loop_state = {"epoch_rng": epoch_rng, "batches_done": start, "epoch_done": False}
+    progress.start_epoch(trainer.current_epoch, start)
+    trainer._loop_state = {"epoch_rng": epoch_rng}
+    batches = progress.batches
 
     transfer = make_transfer(trainer)
     automatic = module.automatic_optimization
@@ -236,6 +251,8 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
     ran = False
     losses = 0
     step_schedulers = any(c.interval == "step" for c in trainer._lr_scheduler_configs)
+    epoch_schedulers = any(c.interval == "epoch" and not c.needs_metric
+                           for c in trainer._lr_scheduler_configs)
     loggers = bool(trainer.loggers)
     log_every = trainer.log_every_n_steps
     timed = trainer.max_time is not None
@@ -253,6 +270,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
         results.batch = batch
         if has_start and hooks("on_train_batch_start", batch, batch_idx) == -1:
             break
+        batches.started += 1
         stepped = False
         if automatic:
             first = batch_idx % accumulate == 0
@@ -303,7 +321,9 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             stepped = trainer.global_step != before
         if stepped and step_schedulers:
             _step_schedulers(trainer, "step")
-        trainer._loop_state["batches_done"] = batch_idx + 1
+        if epoch_schedulers and batch_idx + 1 == n_batches:  # Lightning: at the last batch
+            _step_schedulers(trainer, "epoch", plateau=False)
+        batches.completed = batch_idx + 1
         if has_end:
             hooks("on_train_batch_end", output, batch, batch_idx)
         if loggers and stepped and trainer.global_step % log_every == 0:
@@ -322,7 +342,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             trainer.should_stop = True
         if trainer.should_stop and trainer.current_epoch + 1 >= trainer.min_epochs:
             break
-    ran_batches = trainer._loop_state["batches_done"] - start
+    ran_batches = batches.completed - start
     if automatic and ran_batches and losses == 0:
         warnings.warn(f"training_step returned None for every batch of epoch {epoch} "
                       f"({ran_batches} batches): nothing was trained. Return the "
@@ -356,19 +376,25 @@ def _end_train_epoch(trainer: Trainer, results: Any) -> None:
     trainer._finish_results(results)  # what training_step logged per epoch
     hooks.before_monitors("on_train_epoch_end")
     trainer._finish_results(results)  # what on_train_epoch_end logged
-    _step_schedulers(trainer, "epoch")
-    trainer._loop_state["epoch_done"] = True
+    _step_schedulers(trainer, "epoch", plateau=True)
+    trainer._progress.finish_epoch()
     hooks.monitors("on_train_epoch_end")
     trainer._results = None
 
 
-def _step_schedulers(trainer: Trainer, interval: str) -> None:
+def _step_schedulers(trainer: Trainer, interval: str, plateau: bool | None = None) -> None:
+    """Step the schedulers of ``interval`` due now (``plateau``: only those that do / do not
+    follow a metric; None: all)."""
     counter = trainer.global_step if interval == "step" else trainer.current_epoch + 1
     module = trainer.module
     assert module is not None
+    if not module.automatic_optimization:  # manual optimization steps its own schedulers
+        return
     own = _overridden(module, "lr_scheduler_step")
     for config in trainer._lr_scheduler_configs:
         if config.interval != interval or counter % config.frequency:
+            continue
+        if plateau is not None and config.needs_metric != plateau:
             continue
         if config.needs_metric:
             metrics = trainer.callback_metrics

@@ -23,6 +23,7 @@ from fulmen.trainer import data, loops
 from fulmen.trainer.hooks import HookTable
 from fulmen.trainer.optim import LRSchedulerConfig, OptimizerWrapper, parse_optimizers
 from fulmen.trainer.preemption import Preempted, Preemption, hpc_checkpoints
+from fulmen.trainer.progress import FitProgress
 from fulmen.trainer.results import Results
 
 
@@ -164,6 +165,7 @@ class Trainer(SelectionReport):
         self._prog_bar_names: set[str] = set()
         self._hooks: HookTable | None = None
         self._loop_state: dict[str, Any] = {}
+        self._progress = FitProgress()
         self._restore: dict[str, Any] | None = None
         self._preemption: Preemption | None = None
         self._start_time = 0.0
