@@ -491,6 +491,7 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
     pass_idx = len(loaders) > 1 and _takes_dataloader_idx(getattr(module, method))
     hooks(f"on_{prefix}_start")
     hooks(f"on_{prefix}_epoch_start")
+    logged_steps = 0  # Lightning's step axis for eval on_step values: batches in this run
     with torch.no_grad():
         for dl_idx, (loader, count) in enumerate(zip(loaders, counts)):
             results.dataloader_suffix = f"/dataloader_idx_{dl_idx}" if len(loaders) > 1 else ""
@@ -506,6 +507,11 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
                 results.hook = method
                 output = strategy.step(method, batch, batch_idx, *extra)
                 hooks(f"on_{prefix}_batch_end", output, batch, batch_idx, *hook_idx)
+                if results.step_values:  # someone logged with on_step=True
+                    if not sanity:
+                        trainer._log_eval_step_metrics(results, logged_steps)
+                    results.step_values.clear()
+                logged_steps += 1
     results.dataloader_suffix = ""
     hooks.before_monitors(f"on_{prefix}_epoch_end")
     if sanity:

@@ -557,6 +557,15 @@ class Trainer(SelectionReport):
                    if entries[name].logger}
         self._log_to_loggers(metrics, self.global_step)
 
+    def _log_eval_step_metrics(self, results: Results, step: int) -> None:
+        """Validation/test values logged with ``on_step=True`` (``name_step`` when also per
+        epoch): to callback metrics, and to the loggers at ``step`` (the batch count of this
+        evaluation run, as Lightning)."""
+        entries = results.entry_for_step_name()
+        self._metrics.update(results.step_values)
+        self._log_to_loggers({name: value for name, value in results.step_values.items()
+                              if entries[name].logger}, step)
+
     def _finish_results(self, results: Results, log: bool = True) -> dict[str, torch.Tensor]:
         """Epoch values → callback metrics and loggers; returns them."""
         finished: dict[str, torch.Tensor] = {}
