@@ -92,9 +92,12 @@ def _loss_of(output: Any) -> torch.Tensor | None:
             raise ConfigurationError(f"training_step returned a loss of shape "
                                      f"{tuple(loss.shape)}; the loss must be a scalar (reduce "
                                      "it, e.g. .mean())")
-        if loss is not None and not loss.requires_grad:
-            raise ConfigurationError("training_step returned a loss that does not require "
-                                     "grad: was it detached, or computed under torch.no_grad()?")
+        if loss is not None and (not loss.requires_grad or loss.grad_fn is None):
+            what = "does not require grad" if not loss.requires_grad else "has no grad_fn (a " \
+                "leaf tensor, not computed from the model's parameters)"
+            raise ConfigurationError(f"training_step returned a loss that {what}: was it "
+                                     "detached, rebuilt with torch.tensor(), or computed under "
+                                     "torch.no_grad()?")
         return loss
     raise ConfigurationError(f"training_step returned a {type(loss).__name__}; return the loss "
                              "tensor, a dict with 'loss', or None to skip the batch")

@@ -488,6 +488,7 @@ class Trainer(SelectionReport):
     def _configure_optimizers(self, model: Module) -> None:
         self.optimizers, self._lr_scheduler_configs = parse_optimizers(
             model.configure_optimizers())
+        _check_optimizers_cover(model, self.optimizers)
         self.optimizers = self.strategy.setup_optimizers(self.optimizers)
         if model.automatic_optimization and len(self.optimizers) > 1:
             raise ConfigurationError(
@@ -678,6 +679,23 @@ class Trainer(SelectionReport):
         self.global_step = checkpoint["global_step"]
         self.current_epoch = checkpoint["epoch"]
         return checkpoint
+
+
+def _check_optimizers_cover(model: Module, optimizers: list[Any]) -> None:
+    """Refuse, before the first step, optimizers that could train nothing."""
+    params = {id(p) for p in model.parameters()}
+    if model.automatic_optimization and not any(p.requires_grad for p in model.parameters()):
+        raise ConfigurationError(
+            f"{type(model).__name__} has no trainable parameters (none, or all with "
+            "requires_grad=False): fit would change nothing. Unfreeze some, or use "
+            "trainer.validate/test/predict")
+    for i, optimizer in enumerate(optimizers):
+        mine = [p for group in optimizer.param_groups for p in group["params"]]
+        if mine and not any(id(p) in params for p in mine):
+            raise ConfigurationError(
+                f"optimizer {i} ({type(optimizer).__name__}) from configure_optimizers holds "
+                f"{len(mine)} parameters, none of them {type(model).__name__}'s: build it from "
+                "self.parameters() (a model created outside the module, or a copy?)")
 
 
 def _check_int(flag: str, value: Any, minimum: int, optional: bool = False) -> None:
