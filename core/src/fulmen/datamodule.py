@@ -39,6 +39,23 @@ class DataModule:
     def predict_dataloader(self) -> Any:
         raise NotImplementedError(f"{type(self).__name__} has no predict_dataloader")
 
+    def on_before_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+        """Change a batch before it moves to the device (used instead of the module's)."""
+        return batch
+
+    def transfer_batch_to_device(self, batch: Any, device: Any, dataloader_idx: int) -> Any:
+        """Move a batch to ``device`` (used instead of the module's when overridden)."""
+        from fulmen.apply import apply_to_tensors
+
+        return apply_to_tensors(batch, lambda t: t.to(device, non_blocking=True))
+
+    def on_after_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+        """Change a batch on the device (used instead of the module's when overridden)."""
+        return batch
+
+    def on_exception(self, exception: BaseException) -> None:
+        """A run failed with ``exception``."""
+
     def state_dict(self) -> dict[str, Any]:
         """State to save in checkpoints."""
         return {}

@@ -7,8 +7,9 @@ Nothing here touches a device, a process group or a precision: the Trainer's plu
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,10 +67,15 @@ class Hooks:
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None: ...
     def setup(self, stage: str) -> None: ...
     def teardown(self, stage: str) -> None: ...
+    def configure_model(self) -> None:
+        """Create layers here to build them on the device (or sharded); runs before
+        ``configure_optimizers`` in every stage, so make it idempotent."""
 
 
 class Module(Hooks, torch.nn.Module):
     """Base class for models trained by ``fulmen.Trainer``."""
+
+    prepare_data_per_node: bool = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -77,6 +83,7 @@ class Module(Hooks, torch.nn.Module):
         self._hparams: AttributeDict = AttributeDict()
         self._hparams_initial: AttributeDict = AttributeDict()
         self.automatic_optimization: bool = True
+        self._param_requires_grad_state: dict[torch.nn.Parameter, bool] = {}
 
     # ------------------------------------------------------------------ where it runs
 
@@ -191,6 +198,64 @@ class Module(Hooks, torch.nn.Module):
         """Callbacks this module always needs (added to the Trainer's)."""
         return []
 
+    def prepare_data(self) -> None:
+        """Download or write data to disk: once per node (``prepare_data_per_node = False``:
+        once per job), before ``setup``; not on every process, so set no state here."""
+
+    # ------------------------------------------------------------------ train/eval mode
+
+    def on_validation_model_zero_grad(self) -> None:
+        """Before validation inside fit: release the gradients."""
+        self.zero_grad()
+
+    def on_validation_model_eval(self) -> None:
+        """Validation starts: ``.eval()`` the model (override to keep some layers training)."""
+        self._run_model().eval()
+
+    def on_validation_model_train(self) -> None:
+        """Validation ends. Called only when overridden: by default each submodule gets back
+        the training mode it had before validation."""
+        self._run_model().train()
+
+    def on_test_model_eval(self) -> None:
+        self._run_model().eval()
+
+    def on_test_model_train(self) -> None:
+        """Called only when overridden (like ``on_validation_model_train``)."""
+        self._run_model().train()
+
+    def on_predict_model_eval(self) -> None:
+        self._run_model().eval()
+
+    def _run_model(self) -> torch.nn.Module:
+        model = self._trainer.model if self._trainer is not None else None
+        return model if model is not None else self
+
+    # ------------------------------------------------------------------ optimization hooks
+
+    def optimizer_step(self, epoch: int, batch_idx: int, optimizer: Any,
+                       optimizer_closure: Callable[[], Any] | None = None) -> None:
+        """Step the optimizer. ``optimizer_closure`` runs ``training_step``, zero-grad and
+        backward; pass it to ``optimizer.step(closure=...)`` (it must run exactly once)."""
+        optimizer.step(closure=optimizer_closure)
+
+    def optimizer_zero_grad(self, epoch: int, batch_idx: int, optimizer: Any) -> None:
+        """Reset the gradients before the backward of a new accumulation window."""
+        optimizer.zero_grad()
+
+    def lr_scheduler_step(self, scheduler: Any, metric: Any) -> None:
+        """Step one scheduler; ``metric`` is the monitored value (ReduceLROnPlateau) or None."""
+        if metric is None:
+            scheduler.step()
+        else:
+            scheduler.step(metric)
+
+    def configure_gradient_clipping(self, optimizer: Any, gradient_clip_val: int | float | None
+                                    = None, gradient_clip_algorithm: str | None = None) -> None:
+        """Clip before each optimizer step; receives the Trainer's clipping flags."""
+        self.clip_gradients(optimizer, gradient_clip_val=gradient_clip_val,
+                            gradient_clip_algorithm=gradient_clip_algorithm)
+
     # ------------------------------------------------------------------ batches
 
     def on_before_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
@@ -262,12 +327,86 @@ class Module(Hooks, torch.nn.Module):
         ``automatic_optimization = False``)."""
         self.trainer._backward(loss, *args, **kwargs)
 
-    def clip_gradients(self, optimizer: Any, gradient_clip_val: float | None = None,
+    def clip_gradients(self, optimizer: Any, gradient_clip_val: int | float | None = None,
                        gradient_clip_algorithm: str | None = None) -> None:
-        if gradient_clip_val:
-            self.trainer.strategy.clip_gradients(self, getattr(optimizer, "optimizer", optimizer),
-                                                 gradient_clip_val,
-                                                 gradient_clip_algorithm or "norm")
+        """Clip the gradients of ``optimizer``'s parameters (``"norm"`` or ``"value"``).
+
+        Unset arguments take the Trainer's ``gradient_clip_val``/``gradient_clip_algorithm``;
+        a value that contradicts the Trainer's is an error."""
+        trainer = self.trainer
+        if gradient_clip_val is None:
+            gradient_clip_val = trainer.gradient_clip_val or 0.0
+        elif trainer.gradient_clip_val is not None and \
+                trainer.gradient_clip_val != gradient_clip_val:
+            raise ConfigurationError(
+                f"clip_gradients(gradient_clip_val={gradient_clip_val!r}) contradicts Trainer("
+                f"gradient_clip_val={trainer.gradient_clip_val!r}); set it in one place")
+        if gradient_clip_algorithm is None:
+            gradient_clip_algorithm = trainer.gradient_clip_algorithm or "norm"
+        elif trainer.gradient_clip_algorithm is not None and \
+                trainer.gradient_clip_algorithm != gradient_clip_algorithm:
+            raise ConfigurationError(
+                f"clip_gradients(gradient_clip_algorithm={gradient_clip_algorithm!r}) "
+                f"contradicts Trainer(gradient_clip_algorithm="
+                f"{trainer.gradient_clip_algorithm!r}); set it in one place")
+        if isinstance(gradient_clip_val, bool) or not isinstance(gradient_clip_val, int | float):
+            raise ConfigurationError(f"clip_gradients(gradient_clip_val={gradient_clip_val!r}): "
+                                     "expected an int or a float")
+        if gradient_clip_algorithm not in ("norm", "value"):
+            raise ConfigurationError(f"clip_gradients(gradient_clip_algorithm="
+                                     f"{gradient_clip_algorithm!r}): use 'norm' or 'value'")
+        if gradient_clip_val <= 0:
+            return
+        from fulmen.trainer.optim import OptimizerWrapper
+
+        if isinstance(optimizer, OptimizerWrapper):
+            optimizer = optimizer.optimizer
+        trainer.strategy.clip_gradients(self, optimizer, gradient_clip_val,
+                                        gradient_clip_algorithm)
+
+    def toggle_optimizer(self, optimizer: Any) -> None:
+        """Only ``optimizer``'s parameters require grad until ``untoggle_optimizer`` (for
+        several optimizers over parts of the model, e.g. a GAN)."""
+        from fulmen.trainer.optim import OptimizerWrapper
+
+        if isinstance(optimizer, OptimizerWrapper):
+            optimizer = optimizer.optimizer
+        state: dict[torch.nn.Parameter, bool] = {}
+        for opt in self.trainer.optimizers:
+            for group in opt.param_groups:
+                for param in group["params"]:
+                    if param not in state:
+                        state[param] = param.requires_grad
+                        param.requires_grad = False
+        for group in optimizer.param_groups:
+            for param in group["params"]:
+                param.requires_grad = state[param]
+        self._param_requires_grad_state = state
+
+    def untoggle_optimizer(self, optimizer: Any) -> None:
+        """Give back the ``requires_grad`` flags ``toggle_optimizer`` changed."""
+        for param, flag in self._param_requires_grad_state.items():
+            param.requires_grad = flag
+        self._param_requires_grad_state = {}
+
+    @contextlib.contextmanager
+    def toggled_optimizer(self, optimizer: Any) -> Iterator[None]:
+        """``toggle_optimizer`` for the ``with`` block, then ``untoggle_optimizer``."""
+        self.toggle_optimizer(optimizer)
+        try:
+            yield
+        finally:
+            self.untoggle_optimizer(optimizer)
+
+    @property
+    def logger(self) -> Any:
+        """The Trainer's first logger (None without one)."""
+        return self._trainer.logger if self._trainer is not None else None
+
+    @property
+    def loggers(self) -> list[Any]:
+        """Every logger of the Trainer."""
+        return list(self._trainer.loggers) if self._trainer is not None else []
 
     # ------------------------------------------------------------------ utilities
 

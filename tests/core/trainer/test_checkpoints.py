@@ -34,12 +34,13 @@ def shuffled() -> DataLoader:
 
 
 def train(max_epochs: int, root: Path, callbacks: list[Any] | None = None,
-          ckpt_path: Any = None, seed: int = 3) -> tuple[fulmen.Trainer, TinyModule]:
+          ckpt_path: Any = None, seed: int = 3, kind: type[TinyModule] | None = None,
+          **flags: Any) -> tuple[fulmen.Trainer, TinyModule]:
     fulmen.seed_everything(seed)
-    model = Scheduled()
+    model = (kind or Scheduled)()
     trainer = fulmen.Trainer(**lean(max_epochs=max_epochs, default_root_dir=root,
                                     enable_checkpointing=bool(callbacks),
-                                    callbacks=callbacks))
+                                    callbacks=callbacks, **flags))
     trainer.fit(model, shuffled(), ckpt_path=ckpt_path)
     return trainer, model
 
@@ -84,6 +85,48 @@ def test_resume_in_the_middle_of_an_epoch_is_bit_exact(tmp_path):
     assert torch.load(ckpt, weights_only=True)["loops"]["fit"]["batches_done"] == 2
     trainer, resumed = train(3, tmp_path / "c", ckpt_path=ckpt, seed=99)
     assert trainer.global_step == 15
+    assert same_weights(reference, resumed)
+
+
+def test_save_checkpoint_after_fit_then_more_epochs_skips_none(tmp_path):
+    """``trainer.save_checkpoint`` after fit, then ``fit(ckpt_path=...)`` with a larger
+    max_epochs: the next epoch is the one after the last finished (progress counters)."""
+    _, reference = train(4, tmp_path / "a")
+    first, _ = train(2, tmp_path / "b")
+    first.save_checkpoint(tmp_path / "after_fit.ckpt")
+    progress = torch.load(tmp_path / "after_fit.ckpt", weights_only=True)["loops"]["fit"][
+        "progress"]
+    assert progress["epochs"] == {"started": 2, "completed": 2}
+    assert progress["steps"] == {"started": 10, "completed": 10}
+    trainer, resumed = train(4, tmp_path / "c", ckpt_path=tmp_path / "after_fit.ckpt", seed=99)
+    assert (trainer.current_epoch, trainer.global_step) == (4, 20)
+    assert same_weights(reference, resumed)
+
+
+class Accumulated(TinyModule):
+    """Dropout, SGD with momentum, an epoch-interval scheduler; run with accumulation."""
+
+    def __init__(self) -> None:
+        super().__init__(dropout=0.3, lr=0.05)
+
+    def configure_optimizers(self) -> Any:
+        optimizer = torch.optim.SGD(self.parameters(), lr=self.hparams.lr, momentum=0.9)
+        return [optimizer], [torch.optim.lr_scheduler.StepLR(optimizer, 1, gamma=0.5)]
+
+
+def test_mid_epoch_resume_with_accumulation_and_epoch_scheduler_is_bit_exact(tmp_path):
+    flags = {"accumulate_grad_batches": 2}
+    _, reference = train(3, tmp_path / "a", kind=Accumulated, **flags)
+    callback = ModelCheckpoint(dirpath=tmp_path / "ck", every_n_train_steps=4, save_top_k=-1)
+    train(2, tmp_path / "b", callbacks=[callback], kind=Accumulated, **flags)
+    ckpt = tmp_path / "ck" / "epoch=1-step=4.ckpt"  # 3 steps per epoch: batch 2 of epoch 1
+    fit_state = torch.load(ckpt, weights_only=True)["loops"]["fit"]
+    assert fit_state["progress"]["epochs"] == {"started": 2, "completed": 1}
+    assert fit_state["progress"]["batches"]["completed"] == 2
+    trainer, resumed = train(3, tmp_path / "c", ckpt_path=ckpt, seed=99, kind=Accumulated,
+                             **flags)
+    assert trainer.global_step == 9
+    assert trainer.optimizers[0].param_groups[0]["lr"] == pytest.approx(0.05 / 8)
     assert same_weights(reference, resumed)
 
 

@@ -135,14 +135,23 @@ def test_logging_where_it_is_not_supported():
         TinyModule().log("x", 1.0)
 
 
-def test_on_step_in_validation_and_bad_reduce_fx_are_refused():
+def test_on_step_in_validation_logs_per_batch_with_suffixes():
+    """Lightning allows on_step=True in validation_step: ``v_step`` goes to the logger once per
+    batch (step = the batch count of that validation run), ``v_epoch`` at the end."""
     class StepInVal(TinyModule):
         def validation_step(self, batch: Any, batch_idx: int) -> None:
-            self.log("v", 1.0, on_step=True)
+            self.log("v", float(batch_idx), on_step=True, on_epoch=True)
 
-    with pytest.raises(ConfigurationError, match="validation and test metrics are per epoch"):
-        fulmen.Trainer(**lean()).validate(StepInVal(), loader(n=8), verbose=False)
+    memory = MemoryLogger()
+    trainer = fulmen.Trainer(**lean(logger=memory))
+    trainer.validate(StepInVal(), loader(n=24), verbose=False)
+    steps = [(step, row["v_step"]) for step, row in memory.rows if "v_step" in row]
+    assert steps == [(0, 0.0), (1, 1.0), (2, 2.0)]
+    assert float(trainer.callback_metrics["v_epoch"]) == 1.0
+    assert any("v_epoch" in row for _, row in memory.rows)
 
+
+def test_bad_reduce_fx_is_refused():
     with pytest.raises(ConfigurationError, match=r"reduce_fx='median'\): use one of"):
         fulmen.Trainer(**lean(max_epochs=1)).fit(Logs(reduce_fx="median"), uneven_loader())
 

@@ -8,14 +8,50 @@ The table is built once per run, so an empty hook costs one dict lookup per call
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from fulmen.callbacks.base import Callback
+from fulmen.errors import ConfigurationError
 from fulmen.module import Hooks, Module
 
 HOOK_NAMES = [n for n in vars(Hooks) if n.startswith("on_")] + ["setup", "teardown"]
 CALLBACK_ONLY = ["on_sanity_check_start", "on_sanity_check_end", "on_exception"]
+MODULE_ONLY = ["optimizer_step", "optimizer_zero_grad", "lr_scheduler_step",
+               "configure_gradient_clipping", "configure_model", "prepare_data",
+               "on_validation_model_zero_grad", "on_validation_model_eval",
+               "on_validation_model_train", "on_test_model_eval", "on_test_model_train",
+               "on_predict_model_eval", "on_before_batch_transfer", "transfer_batch_to_device",
+               "on_after_batch_transfer"]
+
+
+def check_signature(obj: Any, name: str, base: type) -> None:
+    """An override must accept the arguments the Trainer passes (those the base declares
+    without a default, positionally); otherwise a clear error names the expected signature."""
+    method = getattr(type(obj), name, None)
+    expected_fn = getattr(base, name, None)
+    if method is None or expected_fn is None or method is expected_fn:
+        return
+    expected = inspect.signature(expected_fn)
+    required = [p for p in expected.parameters.values()
+                if p.default is p.empty and p.kind is p.POSITIONAL_OR_KEYWORD]
+    try:
+        actual = inspect.signature(method)
+    except (TypeError, ValueError):
+        return  # a builtin or C method: nothing to check
+    try:
+        actual.bind(*[None] * len(required))
+    except TypeError:
+        raise ConfigurationError(
+            f"{type(obj).__name__}.{name}{_plain(actual)} cannot take the arguments fulmen "
+            f"passes: the hook's signature is {name}{_plain(expected)}") from None
+
+
+def _plain(signature: inspect.Signature) -> str:
+    """``(self, epoch, batch_idx, optimizer, optimizer_closure=None)``: names and defaults."""
+    params = [p.replace(annotation=p.empty) for p in signature.parameters.values()]
+    return str(signature.replace(parameters=params, return_annotation=inspect.Signature.empty))
 
 
 def _overrides(obj: Any, name: str, base: type) -> bool:
@@ -33,6 +69,11 @@ class HookTable:
         self.table: dict[str, tuple[tuple[bool, Callable[..., Any]], ...]] = {}
         self.main: dict[str, tuple[tuple[bool, Callable[..., Any]], ...]] = {}
         self.last: dict[str, tuple[tuple[bool, Callable[..., Any]], ...]] = {}
+        for callback in callbacks:
+            for name in HOOK_NAMES + CALLBACK_ONLY:
+                check_signature(callback, name, Callback)
+        for name in HOOK_NAMES + MODULE_ONLY:
+            check_signature(module, name, Module)
         for name in HOOK_NAMES + CALLBACK_ONLY:
             calls: list[tuple[bool, Callable[..., Any]]] = []
             calls += [(False, functools.partial(getattr(c, name), trainer, module))

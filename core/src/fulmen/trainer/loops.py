@@ -22,6 +22,7 @@ from fulmen.errors import ConfigurationError
 from fulmen.module import Module
 from fulmen.seed import rng_states, set_rng_states
 from fulmen.trainer import data
+from fulmen.trainer.progress import Counter, FitProgress
 
 if TYPE_CHECKING:
     from fulmen.trainer.trainer import Trainer
@@ -40,20 +41,35 @@ def preserved_rng() -> Iterator[None]:
 
 
 def make_transfer(trainer: Trainer) -> Callable[[Any, int], Any] | None:
-    """The batch-transfer function, or None when batches need nothing (CPU, no hooks)."""
-    module, strategy = trainer.module, trainer.strategy
+    """The batch-transfer function, or None when batches need nothing (CPU, no hooks).
+
+    Each of the three transfer hooks comes from the DataModule when it overrides it, else
+    from the module (Lightning's rule)."""
+    from fulmen.datamodule import DataModule
+
+    module, strategy, datamodule = trainer.module, trainer.strategy, trainer.datamodule
     assert module is not None
-    hooks = any(getattr(type(module), h) is not getattr(Module, h) for h in _TRANSFER_HOOKS)
+    owners: list[Any] = []
+    for name in _TRANSFER_HOOKS:
+        dm_over = datamodule is not None and \
+            getattr(type(datamodule), name) is not getattr(DataModule, name)
+        if dm_over and getattr(type(module), name) is not getattr(Module, name):
+            warnings.warn(f"{name} is overridden in both the module and the DataModule; the "
+                          "DataModule's is used", stacklevel=3)
+        owners.append(datamodule if dm_over else module)
+    hooks = any(getattr(type(module), h) is not getattr(Module, h) for h in _TRANSFER_HOOKS) \
+        or any(o is datamodule for o in owners)
     precision = strategy.precision
     converts = type(precision).convert_input is not Precision.convert_input
     device = strategy.root_device
     if not hooks and not converts and device.type == "cpu":
         return None
+    before, move, after = (getattr(o, n) for o, n in zip(owners, _TRANSFER_HOOKS))
 
     def transfer(batch: Any, dataloader_idx: int = 0) -> Any:
-        batch = module.on_before_batch_transfer(batch, dataloader_idx)
-        batch = module.transfer_batch_to_device(batch, device, dataloader_idx)
-        batch = module.on_after_batch_transfer(batch, dataloader_idx)
+        batch = before(batch, dataloader_idx)
+        batch = move(batch, device, dataloader_idx)
+        batch = after(batch, dataloader_idx)
         return precision.convert_input(batch)
 
     return transfer
@@ -76,9 +92,12 @@ def _loss_of(output: Any) -> torch.Tensor | None:
             raise ConfigurationError(f"training_step returned a loss of shape "
                                      f"{tuple(loss.shape)}; the loss must be a scalar (reduce "
                                      "it, e.g. .mean())")
-        if loss is not None and not loss.requires_grad:
-            raise ConfigurationError("training_step returned a loss that does not require "
-                                     "grad: was it detached, or computed under torch.no_grad()?")
+        if loss is not None and (not loss.requires_grad or loss.grad_fn is None):
+            what = "does not require grad" if not loss.requires_grad else "has no grad_fn (a " \
+                "leaf tensor, not computed from the model's parameters)"
+            raise ConfigurationError(f"training_step returned a loss that {what}: was it "
+                                     "detached, rebuilt with torch.tensor(), or computed under "
+                                     "torch.no_grad()?")
         return loss
     raise ConfigurationError(f"training_step returned a {type(loss).__name__}; return the loss "
                              "tensor, a dict with 'loss', or None to skip the batch")
@@ -89,7 +108,11 @@ def _loss_of(output: Any) -> torch.Tensor | None:
 
 def fit_state(trainer: Trainer) -> dict[str, Any]:
     """Where the fit loop is, for a checkpoint (mid-epoch resume included)."""
-    state = dict(trainer._loop_state)
+    progress = trainer._progress
+    progress.steps.started = progress.steps.completed = trainer.global_step
+    state = {**trainer._loop_state, "progress": progress.state_dict(),
+             # derived from the counters, for readers of older checkpoints
+             "epoch_done": not progress.in_epoch, "batches_done": progress.batches.completed}
     if trainer._train_results is not None:
         state["results"] = trainer._train_results.state_dict()
     return state
@@ -125,8 +148,16 @@ def fit(trainer: Trainer, loaders: dict[str, Any]) -> None:
 
     restore = trainer._restore or {}
     loop_state = restore.get("loops", {}).get("fit", {})
-    if restore and loop_state.get("epoch_done", True):
-        trainer.current_epoch = restore["epoch"] + 1
+    if restore:
+        progress = FitProgress.from_state(loop_state.get("progress", loop_state),
+                                          restore["epoch"])
+        trainer.current_epoch = progress.epochs.completed
+    else:
+        progress = FitProgress()
+        progress.epochs = Counter(trainer.current_epoch, trainer.current_epoch)
+    progress.steps = Counter(trainer.global_step, trainer.global_step)
+    trainer._progress = progress
+    mid_epoch = restore and progress.in_epoch
     module.train()
     hooks("on_fit_start")
     if trainer.num_sanity_val_steps and val[0] and n_batches:
@@ -138,12 +169,12 @@ def fit(trainer: Trainer, loaders: dict[str, Any]) -> None:
             break
         if 0 <= trainer.max_steps <= trainer.global_step:
             break
-        resume = loop_state if restore and not loop_state.get("epoch_done", True) else None
-        if restore and loop_state.get("epoch_done", True) and "rng_states" in restore:
+        resume = loop_state if mid_epoch else None
+        if restore and not mid_epoch and "rng_states" in restore:
             set_rng_states(restore["rng_states"])
         total = _train_epoch(trainer, train, n_batches, val, val_every, total, resume,
                              restore.get("rng_states"))
-        restore, loop_state = {}, {}
+        restore, loop_state, mid_epoch = {}, {}, False
         if trainer.should_stop and trainer.current_epoch + 1 < trainer.min_epochs:
             trainer.should_stop = False  # min_epochs wins over early stopping
         if _out_of_time(trainer):
@@ -197,13 +228,15 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
     if resume is not None:
         set_rng_states(epoch_rng)
     iterator = iter(loader)
-    start = 0
+    progress = trainer._progress
+    start = progress.batches.completed if resume is not None else 0
     if resume is not None:
-        start = resume["batches_done"]
         for _ in range(start):  # replay the sampler to where the checkpoint was taken
             next(iterator)
         set_rng_states(rng_at_save)
-    trainer._loop_state = {"epoch_rng": epoch_rng, "batches_done": start, "epoch_done": False}
+    progress.start_epoch(trainer.current_epoch, start)
+    trainer._loop_state = {"epoch_rng": epoch_rng}
+    batches = progress.batches
 
     transfer = make_transfer(trainer)
     automatic = module.automatic_optimization
@@ -213,9 +246,16 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
     has_start, has_end = hooks.has("on_train_batch_start"), hooks.has("on_train_batch_end")
     backward_hooks = any(hooks.has(h) for h in ("on_before_backward", "on_after_backward",
                                                "on_before_zero_grad"))
-    after = (lambda: trainer._after_closure(optimizer)) if (
-        hooks.has("on_before_optimizer_step") or trainer.gradient_clip_val) else None
+    after = trainer._after_closure_for(optimizer)
+    own_step = _overridden(module, "optimizer_step")
+    own_zero = _overridden(module, "optimizer_zero_grad")
+    user_optimizer = trainer._optimizers_for_user(True)[0] if own_step else None
+    epoch = trainer.current_epoch
+    ran = False
+    losses = 0
     step_schedulers = any(c.interval == "step" for c in trainer._lr_scheduler_configs)
+    epoch_schedulers = any(c.interval == "epoch" and not c.needs_metric
+                           for c in trainer._lr_scheduler_configs)
     loggers = bool(trainer.loggers)
     log_every = trainer.log_every_n_steps
     timed = trainer.max_time is not None
@@ -233,6 +273,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
         results.batch = batch
         if has_start and hooks("on_train_batch_start", batch, batch_idx) == -1:
             break
+        batches.started += 1
         stepped = False
         if automatic:
             first = batch_idx % accumulate == 0
@@ -240,16 +281,21 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
 
             def closure(batch: Any = batch, batch_idx: int = batch_idx,
                         first: bool = first) -> Any:
-                nonlocal output
+                nonlocal output, ran, losses
+                ran = True
                 results.hook = "training_step"
                 output = step("training_step", batch, batch_idx)
                 loss = _loss_of(output)
-                if loss is None:
-                    return None
                 if first:
                     if backward_hooks:
                         hooks("on_before_zero_grad", optimizer)
-                    optimizer.zero_grad(set_to_none=True)
+                    if own_zero:
+                        module.optimizer_zero_grad(epoch, batch_idx, optimizer)
+                    else:
+                        optimizer.zero_grad(set_to_none=True)
+                if loss is None:  # skip: no backward, and the zeroed gradients move nothing
+                    return None
+                losses += 1
                 if accumulate > 1:
                     loss = loss / accumulate
                 if backward_hooks:
@@ -258,10 +304,16 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
                     strategy.backward(loss)
                 return loss
 
+            ran = False
             if last:
-                strategy.optimizer_step(optimizer, closure, after)
-                trainer.global_step += 1
+                if own_step:
+                    module.optimizer_step(epoch, batch_idx, user_optimizer, closure)
+                else:
+                    strategy.optimizer_step(optimizer, closure, after)
+                    trainer.global_step += 1
                 stepped = True
+                if not ran:
+                    _closure_not_run(own_step)
             else:
                 with strategy.no_backward_sync():
                     closure()
@@ -272,7 +324,9 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             stepped = trainer.global_step != before
         if stepped and step_schedulers:
             _step_schedulers(trainer, "step")
-        trainer._loop_state["batches_done"] = batch_idx + 1
+        if epoch_schedulers and batch_idx + 1 == n_batches:  # Lightning: at the last batch
+            _step_schedulers(trainer, "epoch", plateau=False)
+        batches.completed = batch_idx + 1
         if has_end:
             hooks("on_train_batch_end", output, batch, batch_idx)
         if loggers and stepped and trainer.global_step % log_every == 0:
@@ -282,6 +336,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             raise preemption.act(action)  # between optimizer steps: nothing half-accumulated
         if val_every is not None and _should_validate(trainer, batch_idx, total, n_batches,
                                                       val_every):
+            module.on_validation_model_zero_grad()
             with preserved_rng():
                 evaluate(trainer, "validate", val[0], val[1], during_fit=True)
             trainer._results = results
@@ -290,8 +345,25 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             trainer.should_stop = True
         if trainer.should_stop and trainer.current_epoch + 1 >= trainer.min_epochs:
             break
+    ran_batches = batches.completed - start
+    if automatic and ran_batches and losses == 0:
+        warnings.warn(f"training_step returned None for every batch of epoch {epoch} "
+                      f"({ran_batches} batches): nothing was trained. Return the "
+                      "loss (a tensor, or a dict with 'loss'); None skips a batch",
+                      stacklevel=2)
     _end_train_epoch(trainer, results)
     return total
+
+
+def _overridden(module: Module, name: str) -> bool:
+    return getattr(type(module), name) is not getattr(Module, name)
+
+
+def _closure_not_run(own_step: bool) -> None:
+    where = ("your optimizer_step override must call optimizer.step(closure=optimizer_closure)"
+             if own_step else "the optimizer's step(closure) did not call the closure")
+    raise ConfigurationError(f"the training step did not run for this batch: {where}. The "
+                             "closure runs training_step, zero_grad and backward")
 
 
 def _count(start: int) -> Iterator[int]:
@@ -307,16 +379,25 @@ def _end_train_epoch(trainer: Trainer, results: Any) -> None:
     trainer._finish_results(results)  # what training_step logged per epoch
     hooks.before_monitors("on_train_epoch_end")
     trainer._finish_results(results)  # what on_train_epoch_end logged
-    _step_schedulers(trainer, "epoch")
-    trainer._loop_state["epoch_done"] = True
+    _step_schedulers(trainer, "epoch", plateau=True)
+    trainer._progress.finish_epoch()
     hooks.monitors("on_train_epoch_end")
     trainer._results = None
 
 
-def _step_schedulers(trainer: Trainer, interval: str) -> None:
+def _step_schedulers(trainer: Trainer, interval: str, plateau: bool | None = None) -> None:
+    """Step the schedulers of ``interval`` due now (``plateau``: only those that do / do not
+    follow a metric; None: all)."""
     counter = trainer.global_step if interval == "step" else trainer.current_epoch + 1
+    module = trainer.module
+    assert module is not None
+    if not module.automatic_optimization:  # manual optimization steps its own schedulers
+        return
+    own = _overridden(module, "lr_scheduler_step")
     for config in trainer._lr_scheduler_configs:
         if config.interval != interval or counter % config.frequency:
+            continue
+        if plateau is not None and config.needs_metric != plateau:
             continue
         if config.needs_metric:
             metrics = trainer.callback_metrics
@@ -328,7 +409,12 @@ def _step_schedulers(trainer: Trainer, interval: str) -> None:
                     raise ConfigurationError(message + " (set 'strict': False to skip instead)")
                 warnings.warn(message + "; the scheduler was not stepped", stacklevel=2)
                 continue
-            config.scheduler.step(value)
+            if own:
+                module.lr_scheduler_step(config.scheduler, value)
+            else:
+                config.scheduler.step(value)
+        elif own:
+            module.lr_scheduler_step(config.scheduler, None)
         else:
             config.scheduler.step()
 
@@ -401,26 +487,34 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
         getattr(module, method)()  # raises the clear 'has no ..._step' error
     results = trainer._new_results("validate" if prefix == "validation" else "test")
     previous, trainer._results = trainer._results, results
-    was_training = module.training
-    module.eval()
+    modes = {m: m.training for m in module.modules()}
+    model_hook = "on_test_model" if prefix == "test" else "on_validation_model"
+    getattr(module, f"{model_hook}_eval")()
     transfer = make_transfer(trainer)
     pass_idx = len(loaders) > 1 and _takes_dataloader_idx(getattr(module, method))
     hooks(f"on_{prefix}_start")
     hooks(f"on_{prefix}_epoch_start")
+    logged_steps = 0  # Lightning's step axis for eval on_step values: batches in this run
     with torch.no_grad():
         for dl_idx, (loader, count) in enumerate(zip(loaders, counts)):
             results.dataloader_suffix = f"/dataloader_idx_{dl_idx}" if len(loaders) > 1 else ""
             extra = (dl_idx,) if pass_idx else ()
+            hook_idx = (dl_idx,) if len(loaders) > 1 else ()  # Lightning passes it only then
             for batch_idx, batch in enumerate(loader):
                 if batch_idx >= count:
                     break
                 if transfer is not None:
                     batch = transfer(batch, dl_idx)
                 results.batch = batch
-                hooks(f"on_{prefix}_batch_start", batch, batch_idx, dl_idx)
+                hooks(f"on_{prefix}_batch_start", batch, batch_idx, *hook_idx)
                 results.hook = method
                 output = strategy.step(method, batch, batch_idx, *extra)
-                hooks(f"on_{prefix}_batch_end", output, batch, batch_idx, dl_idx)
+                hooks(f"on_{prefix}_batch_end", output, batch, batch_idx, *hook_idx)
+                if results.step_values:  # someone logged with on_step=True
+                    if not sanity:
+                        trainer._log_eval_step_metrics(results, logged_steps)
+                    results.step_values.clear()
+                logged_steps += 1
     results.dataloader_suffix = ""
     hooks.before_monitors(f"on_{prefix}_epoch_end")
     if sanity:
@@ -430,8 +524,11 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
     hooks.monitors(f"on_{prefix}_epoch_end")
     hooks(f"on_{prefix}_end")
     trainer._results = previous
-    if was_training:
-        module.train()
+    if _overridden(module, f"{model_hook}_train"):
+        getattr(module, f"{model_hook}_train")()
+    else:
+        for submodule, mode in modes.items():
+            submodule.training = mode
     return _split_by_loader(finished, len(loaders))
 
 
@@ -481,7 +578,7 @@ def predict(trainer: Trainer, explicit: Any, return_predictions: bool = True) ->
     counts = [data.num_batches(d, trainer.limit_predict_batches, "predict") for d in loaders]
     if not any(counts):
         raise ConfigurationError("every predict dataloader is empty (0 batches)")
-    module.eval()
+    module.on_predict_model_eval()
     transfer = make_transfer(trainer)
     pass_idx = len(loaders) > 1 and _takes_dataloader_idx(module.predict_step)
     all_outputs: list[list[Any]] = []
@@ -492,15 +589,16 @@ def predict(trainer: Trainer, explicit: Any, return_predictions: bool = True) ->
         for dl_idx, (loader, count) in enumerate(zip(loaders, counts)):
             outputs: list[Any] = []
             extra = (dl_idx,) if pass_idx else ()
+            hook_idx = (dl_idx,) if len(loaders) > 1 else ()
             for batch_idx, batch in enumerate(loader):
                 if batch_idx >= count:
                     break
                 if transfer is not None:
                     batch = transfer(batch, dl_idx)
-                hooks("on_predict_batch_start", batch, batch_idx, dl_idx)
+                hooks("on_predict_batch_start", batch, batch_idx, *hook_idx)
                 results.hook = "predict_step"
                 output = strategy.step("predict_step", batch, batch_idx, *extra)
-                hooks("on_predict_batch_end", output, batch, batch_idx, dl_idx)
+                hooks("on_predict_batch_end", output, batch, batch_idx, *hook_idx)
                 if return_predictions:
                     outputs.append(strategy.precision.convert_output(output))
             all_outputs.append(outputs)

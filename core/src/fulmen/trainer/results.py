@@ -155,9 +155,6 @@ class Results:
                                      f"{sorted(REDUCTIONS)}")
         on_step = defaults[0] if on_step is None else on_step
         on_epoch = defaults[1] if on_epoch is None else on_epoch
-        if on_step and self.stage != "train":
-            raise ConfigurationError(f"self.log({name!r}, on_step=True) in {self.hook}: "
-                                     "validation and test metrics are per epoch; drop on_step")
         if not (on_step or on_epoch):
             raise ConfigurationError(f"self.log({name!r}, on_step=False, on_epoch=False) logs "
                                      "nothing; set one of them")

@@ -24,6 +24,7 @@ from fulmen.trainer import data, loops
 from fulmen.trainer.hooks import HookTable
 from fulmen.trainer.optim import LRSchedulerConfig, OptimizerWrapper, parse_optimizers
 from fulmen.trainer.preemption import Preempted, Preemption, hpc_checkpoints
+from fulmen.trainer.progress import FitProgress
 from fulmen.trainer.results import Results
 from fulmen.utilities.rank_zero import set_rank
 
@@ -130,7 +131,7 @@ class Trainer(SelectionReport):
         self.num_sanity_val_steps = num_sanity_val_steps
         self.accumulate_grad_batches = accumulate_grad_batches
         self.gradient_clip_val = gradient_clip_val
-        self.gradient_clip_algorithm = gradient_clip_algorithm or "norm"
+        self.gradient_clip_algorithm = gradient_clip_algorithm
         self.deterministic, self.benchmark = deterministic, benchmark
         self.detect_anomaly = detect_anomaly
         self.log_every_n_steps = log_every_n_steps
@@ -167,6 +168,7 @@ class Trainer(SelectionReport):
         self._prog_bar_names: set[str] = set()
         self._hooks: HookTable | None = None
         self._loop_state: dict[str, Any] = {}
+        self._progress = FitProgress()
         self._restore: dict[str, Any] | None = None
         self._preemption: Preemption | None = None
         self._start_time = 0.0
@@ -182,6 +184,12 @@ class Trainer(SelectionReport):
     def lightning_module(self) -> Module | None:
         """The module being run (the name Lightning users know)."""
         return self.module
+
+    @property
+    def model(self) -> torch.nn.Module | None:
+        """What steps run through: the module as the strategy wrapped it (DDP...)."""
+        model = self.strategy.model
+        return model if model is not None else self.module
 
     @property
     def logger(self) -> Any:
@@ -382,6 +390,8 @@ class Trainer(SelectionReport):
             if datamodule is not None:
                 datamodule.setup(hook_stage)
             self._hooks("setup", hook_stage)
+            if type(model).configure_model is not Module.configure_model:
+                model.configure_model()
             self.strategy.sync_batchnorm = self.sync_batchnorm
             self.strategy.run_config = RunConfig(  # the flags a strategy may need (a contract)
                 "Trainer", self.accumulate_grad_batches, self.gradient_clip_val,
@@ -408,6 +418,8 @@ class Trainer(SelectionReport):
         except BaseException as exc:
             self.strategy.on_exception(exc)
             self._hooks("on_exception", exc)
+            if datamodule is not None:
+                datamodule.on_exception(exc)
             self._teardown(hook_stage, failed=True)
             raise
         self._teardown(hook_stage, failed=False)
@@ -446,12 +458,17 @@ class Trainer(SelectionReport):
                 lg.log_hyperparams(params)
 
     def _prepare_data(self) -> None:
-        owners = [o for o in (self.datamodule, self.module) if o is not None]
-        if self.local_rank == 0:
-            for owner in owners:
-                prepare = getattr(owner, "prepare_data", None)
-                if prepare is not None:
-                    prepare()
+        """``prepare_data`` of the DataModule and the module: once per node (local rank 0),
+        or once per job (global rank 0) where ``prepare_data_per_node = False``."""
+        from fulmen.datamodule import DataModule
+
+        owners: list[tuple[Any, type]] = [(self.datamodule, DataModule), (self.module, Module)]
+        for owner, base in owners:
+            if owner is None or type(owner).prepare_data is base.prepare_data:
+                continue
+            rank = self.local_rank if owner.prepare_data_per_node else self.global_rank
+            if rank == 0:
+                owner.prepare_data()
         self.strategy.barrier("prepare_data")
 
     def _teardown(self, stage: str, failed: bool) -> None:
@@ -490,6 +507,7 @@ class Trainer(SelectionReport):
     def _configure_optimizers(self, model: Module) -> None:
         self.optimizers, self._lr_scheduler_configs = parse_optimizers(
             model.configure_optimizers())
+        _check_optimizers_cover(model, self.optimizers)
         self.optimizers = self.strategy.setup_optimizers(self.optimizers)
         if model.automatic_optimization and len(self.optimizers) > 1:
             raise ConfigurationError(
@@ -513,16 +531,28 @@ class Trainer(SelectionReport):
         self.strategy.backward(loss, *args, **kwargs)
         self._hooks("on_after_backward")
 
+    def _after_closure_for(self, optimizer: Any) -> Any:
+        """What runs between backward and the update (hooks, clipping); None when nothing."""
+        assert self._hooks is not None and self.module is not None
+        clip_hook = type(self.module).configure_gradient_clipping is not \
+            Module.configure_gradient_clipping
+        if not (self._hooks.has("on_before_optimizer_step") or self.gradient_clip_val
+                or (clip_hook and self.module.automatic_optimization)):
+            return None
+        return lambda: self._after_closure(optimizer)
+
     def _after_closure(self, optimizer: Any) -> None:
-        assert self._hooks is not None
+        assert self._hooks is not None and self.module is not None
         self._hooks("on_before_optimizer_step", optimizer)
-        if self.gradient_clip_val:
-            self.strategy.clip_gradients(self.module, optimizer,  # type: ignore[arg-type]
-                                         self.gradient_clip_val, self.gradient_clip_algorithm)
+        if self.module.automatic_optimization:  # manual optimization clips in training_step
+            self.module.configure_gradient_clipping(
+                optimizer, gradient_clip_val=self.gradient_clip_val,
+                gradient_clip_algorithm=self.gradient_clip_algorithm)
 
     def _manual_optimizer_step(self, optimizer: Any, closure: Any) -> Any:
-        out = self.strategy.optimizer_step(optimizer, closure,
-                                           lambda: self._after_closure(optimizer))
+        """``step`` of what ``self.optimizers()`` returns (and of the optimizer an
+        ``optimizer_step`` override receives): through the strategy, counting the step."""
+        out = self.strategy.optimizer_step(optimizer, closure, self._after_closure_for(optimizer))
         self.global_step += 1
         return out
 
@@ -546,6 +576,15 @@ class Trainer(SelectionReport):
         metrics = {name: value for name, value in results.step_values.items()
                    if entries[name].logger}
         self._log_to_loggers(metrics, self.global_step)
+
+    def _log_eval_step_metrics(self, results: Results, step: int) -> None:
+        """Validation/test values logged with ``on_step=True`` (``name_step`` when also per
+        epoch): to callback metrics, and to the loggers at ``step`` (the batch count of this
+        evaluation run, as Lightning)."""
+        entries = results.entry_for_step_name()
+        self._metrics.update(results.step_values)
+        self._log_to_loggers({name: value for name, value in results.step_values.items()
+                              if entries[name].logger}, step)
 
     def _finish_results(self, results: Results, log: bool = True) -> dict[str, torch.Tensor]:
         """Epoch values → callback metrics and loggers; returns them."""
@@ -659,6 +698,23 @@ class Trainer(SelectionReport):
         self.global_step = checkpoint["global_step"]
         self.current_epoch = checkpoint["epoch"]
         return checkpoint
+
+
+def _check_optimizers_cover(model: Module, optimizers: list[Any]) -> None:
+    """Refuse, before the first step, optimizers that could train nothing."""
+    params = {id(p) for p in model.parameters()}
+    if model.automatic_optimization and not any(p.requires_grad for p in model.parameters()):
+        raise ConfigurationError(
+            f"{type(model).__name__} has no trainable parameters (none, or all with "
+            "requires_grad=False): fit would change nothing. Unfreeze some, or use "
+            "trainer.validate/test/predict")
+    for i, optimizer in enumerate(optimizers):
+        mine = [p for group in optimizer.param_groups for p in group["params"]]
+        if mine and not any(id(p) in params for p in mine):
+            raise ConfigurationError(
+                f"optimizer {i} ({type(optimizer).__name__}) from configure_optimizers holds "
+                f"{len(mine)} parameters, none of them {type(model).__name__}'s: build it from "
+                "self.parameters() (a model created outside the module, or a copy?)")
 
 
 def _check_int(flag: str, value: Any, minimum: int, optional: bool = False) -> None:

@@ -24,11 +24,38 @@ class StepDispatcher(torch.nn.Module):
     def __init__(self, module: torch.nn.Module) -> None:
         super().__init__()
         self.module = module
+        self.in_step = False  # inside a step: a backward there is manual optimization's
+        self.backward_in_step = False
+        self.ddp: Any = None  # the wrapper (a plain attribute, not a submodule)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "ddp":
+            object.__setattr__(self, name, value)
+        else:
+            super().__setattr__(name, value)
 
     def forward(self, *args: Any, fulmen_step: str = "forward", **kwargs: Any) -> Any:
         if fulmen_step == "forward":
             return self.module(*args, **kwargs)
-        return getattr(self.module, fulmen_step)(*args, **kwargs)
+        self.in_step, self.backward_in_step = True, False
+        try:
+            return getattr(self.module, fulmen_step)(*args, **kwargs)
+        finally:
+            self.in_step = False
+            if self.backward_in_step:  # the reducer was prepared per backward: not again
+                self.ddp.require_backward_grad_sync = False
+
+
+def _prepare_for_backward(model: DistributedDataParallel, loss: torch.Tensor) -> None:
+    """A backward inside DDP's forward (manual optimization): tell the reducer now what its
+    forward would tell it at the end, so the gradients are averaged in this backward."""
+    if torch.is_grad_enabled() and model.require_backward_grad_sync:
+        model.require_forward_param_sync = True
+        unused = model.find_unused_parameters and not model.static_graph
+        model.reducer._rebuild_buckets()
+        model.reducer.prepare_for_backward([loss] if unused else [])
+    else:
+        model.require_forward_param_sync = False
 
 
 class DDPStrategy(ParallelStrategy):
@@ -74,15 +101,28 @@ class DDPStrategy(ParallelStrategy):
         if not self.distributed:
             return module
         device_ids = [self.root_device.index] if self.root_device.type == "cuda" else None
-        return DistributedDataParallel(StepDispatcher(module), device_ids=device_ids,
-                                       **self.ddp_kwargs)
+        dispatcher = StepDispatcher(module)
+        dispatcher.ddp = DistributedDataParallel(dispatcher, device_ids=device_ids,
+                                                 **self.ddp_kwargs)
+        return dispatcher.ddp
 
     def step(self, method: str, *args: Any, **kwargs: Any) -> Any:
         model = self.model
         if method != "training_step" or not isinstance(model, DistributedDataParallel):
             return super().step(method, *args, **kwargs)
+        sync = model.require_backward_grad_sync
         with self.precision.forward_context():
-            return model(*args, fulmen_step=method, **kwargs)
+            out = model(*args, fulmen_step=method, **kwargs)
+        model.require_backward_grad_sync = sync
+        return out
+
+    def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        model = self.model
+        if isinstance(model, DistributedDataParallel) and isinstance(
+                model.module, StepDispatcher) and model.module.in_step:
+            model.module.backward_in_step = True
+            _prepare_for_backward(model, loss)
+        super().backward(loss, *args, **kwargs)
 
     @contextlib.contextmanager
     def no_backward_sync(self) -> Iterator[None]:

@@ -1,0 +1,54 @@
+"""Where the fit loop is, as counters: epochs, batches (of the current epoch) and optimizer
+steps, each ``started`` and ``completed``. The fit loop is the only writer; checkpoints store
+``state_dict()`` and resuming reads it back, so a run continues exactly where it stopped."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Counter:
+    started: int = 0
+    completed: int = 0
+
+
+@dataclass
+class FitProgress:
+    """``epochs.completed`` is the number of finished epochs (the next epoch to run when
+    ``epochs.started == epochs.completed``); ``batches`` count within the running epoch."""
+
+    epochs: Counter = field(default_factory=Counter)
+    batches: Counter = field(default_factory=Counter)
+    steps: Counter = field(default_factory=Counter)
+
+    @property
+    def in_epoch(self) -> bool:
+        """An epoch was started and not finished (a mid-epoch checkpoint)."""
+        return self.epochs.started > self.epochs.completed
+
+    def start_epoch(self, epoch: int, batches_done: int = 0) -> None:
+        self.epochs.started, self.epochs.completed = epoch + 1, epoch
+        self.batches.started = self.batches.completed = batches_done
+
+    def finish_epoch(self) -> None:
+        self.epochs.completed = self.epochs.started
+
+    def state_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any], epoch: int) -> FitProgress:
+        """Read counters (or, from a checkpoint written before counters, ``epoch`` plus the
+        ``epoch_done``/``batches_done`` flags)."""
+        if "epochs" in state:
+            return cls(Counter(**state["epochs"]), Counter(**state["batches"]),
+                       Counter(**state["steps"]))
+        progress = cls()
+        done = state.get("batches_done", 0)
+        if state.get("epoch_done", True):
+            progress.epochs = Counter(epoch + 1, epoch + 1)
+        else:
+            progress.start_epoch(epoch, done)
+        return progress
