@@ -173,8 +173,8 @@ def _print(report: dict[str, Any]) -> None:
         for e in entries:
             aka = e["aliases"] + [f"{a} (deprecated)" for a in e["deprecated_aliases"]]
             alias = f" [also: {', '.join(aka)}]" if aka else ""
-            needs = f"  [needs {', '.join(e['missing'])} (not installed)]" if e["missing"] else ""
-            print(f"  {e['name']:<{nwidth}}  {e['description']}{alias}  ({e['plugin']}){needs}")
+            lacks = f"  [needs {', '.join(e['missing'])} (not installed)]" if e["missing"] else ""
+            print(f"  {e['name']:<{nwidth}}  {e['description']}{alias}  ({e['plugin']}){lacks}")
     detect = report.get("detect")
     if detect:
         print("\nDetection on this machine, in the order the detectors are asked:")
