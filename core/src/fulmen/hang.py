@@ -17,6 +17,7 @@ import logging
 import os
 import socket
 import sys
+import sysconfig
 import threading
 import time
 import traceback
@@ -31,8 +32,10 @@ DEFAULT_THRESHOLD = 300.0
 _COLLECTIVE_FILES = ("distributed_c10d.py", "c10d_logger.py")
 _TENSOR_LOCALS = ("tensor", "tensor_list", "output_tensor_list", "input_tensor_list",
                   "object_list", "output", "input")
-_NOT_USER = (os.sep + "torch" + os.sep, os.sep + "fulmen" + os.sep, os.sep + "fulmen_",
-             "threading.py", "<frozen")
+_LIBRARIES = tuple(dict.fromkeys(  # the standard library and installed packages
+    [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")] + ["<"]))
+_BACKWARD_FILES = ("autograd" + os.sep + "__init__.py", "autograd" + os.sep + "graph.py",
+                   "_tensor.py")
 
 
 def threshold_from_env() -> float:
@@ -155,14 +158,28 @@ def diagnose(frame: FrameType | None, rank: int, waited: float) -> dict[str, Any
         if Path(f.f_code.co_filename).name in _COLLECTIVE_FILES and collective is None:
             collective = f.f_code.co_name
             shapes = _shapes(f.f_locals)
+        elif collective is None and f.f_code.co_filename.endswith(_BACKWARD_FILES) and \
+                "backward" in f.f_code.co_name:
+            collective = "backward (a DDP gradient all-reduce waits here)"
         f = f.f_back
-    user = next((s for s in reversed(stack) if not any(p in s.filename for p in _NOT_USER)),
+    library = _LIBRARIES + _fulmen_folders()
+    user = next((s for s in reversed(stack) if not s.filename.startswith(library)),
                 stack[-1] if stack else None)
     return {"rank": rank, "host": socket.gethostname(), "pid": os.getpid(),
             "waited_s": round(waited, 1), "collective": collective, "shapes": shapes,
             "where": f"{user.filename}:{user.lineno}" if user else "unknown",
             "code": (user.line or "") if user else "",
             "stack": traceback.format_list(stack[-8:])}
+
+
+def _fulmen_folders() -> tuple[str, ...]:
+    """Where fulmen and its plugin packages live (editable installs are outside site-packages)."""
+    folders = set()
+    for name, module in list(sys.modules.items()):
+        path = vars(module).get("__file__") if name.split(".")[0].startswith("fulmen") else None
+        if path and "." not in name:
+            folders.add(str(Path(path).resolve().parent))
+    return tuple(sorted(folders))
 
 
 def _shapes(local_vars: dict[str, Any]) -> list[Any]:

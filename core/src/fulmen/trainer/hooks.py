@@ -62,8 +62,11 @@ def _overrides(obj: Any, name: str, base: type) -> bool:
 class HookTable:
     """name → (is_module, callable) pairs for the hooks something overrides."""
 
-    def __init__(self, trainer: Any, module: Module, callbacks: Sequence[Callback]) -> None:
+    def __init__(self, trainer: Any, module: Module, callbacks: Sequence[Callback],
+                 profiler: Any = None) -> None:
         self.trainer = trainer
+        self.profiler = profiler  # None: hooks are called unwrapped
+        self.calls = 0  # hook calls so far: the hang doctor's progress counter
         plain = [c for c in callbacks if not c.monitors]
         monitors = [c for c in callbacks if c.monitors]
         self.table: dict[str, tuple[tuple[bool, Callable[..., Any]], ...]] = {}
@@ -87,6 +90,10 @@ class HookTable:
                 self.table[name] = tuple(calls + monitoring)
                 self.main[name], self.last[name] = tuple(calls), tuple(monitoring)
 
+    def count(self) -> int:
+        """How many hooks were called (whether anything overrides them or not)."""
+        return self.calls
+
     def has(self, name: str) -> bool:
         return name in self.table
 
@@ -103,6 +110,7 @@ class HookTable:
 
     def _run(self, calls: tuple[tuple[bool, Callable[..., Any]], ...] | None, name: str,
              args: tuple[Any, ...]) -> Any:
+        self.calls += 1
         if not calls:
             return None
         results = self.trainer._results
@@ -111,7 +119,11 @@ class HookTable:
         for is_module, fn in calls:
             if results is not None:
                 results.hook = name
-            value = fn(*args)
+            if self.profiler is None:
+                value = fn(*args)
+            else:
+                with self.profiler.profile(f"[{'Module' if is_module else 'Callback'}]{name}"):
+                    value = fn(*args)
             if is_module:
                 out = value
         if results is not None:

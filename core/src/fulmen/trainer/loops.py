@@ -242,7 +242,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
     automatic = module.automatic_optimization
     optimizer: Any = trainer.optimizers[0] if automatic and trainer.optimizers else None
     accumulate = trainer.accumulate_grad_batches
-    step = strategy.step
+    step = profiled_step(hooks.profiler, strategy.step)
     has_start, has_end = hooks.has("on_train_batch_start"), hooks.has("on_train_batch_end")
     backward_hooks = any(hooks.has(h) for h in ("on_before_backward", "on_after_backward",
                                                "on_before_zero_grad"))
@@ -481,6 +481,7 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
              during_fit: bool = False, sanity: bool = False) -> list[dict[str, float]]:
     module, strategy, hooks = trainer.module, trainer.strategy, trainer._hooks
     assert module is not None and hooks is not None
+    step = profiled_step(hooks.profiler, strategy.step)
     prefix = "validation" if stage == "validate" else "test"
     method = f"{prefix}_step"
     if getattr(type(module), method) is getattr(Module, method):
@@ -508,7 +509,7 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
                 results.batch = batch
                 hooks(f"on_{prefix}_batch_start", batch, batch_idx, *hook_idx)
                 results.hook = method
-                output = strategy.step(method, batch, batch_idx, *extra)
+                output = step(method, batch, batch_idx, *extra)
                 hooks(f"on_{prefix}_batch_end", output, batch, batch_idx, *hook_idx)
                 if results.step_values:  # someone logged with on_step=True
                     if not sanity:
@@ -569,6 +570,7 @@ def print_results(stage: str, results: list[dict[str, float]]) -> None:
 def predict(trainer: Trainer, explicit: Any, return_predictions: bool = True) -> Any:
     module, strategy, hooks = trainer.module, trainer.strategy, trainer._hooks
     assert module is not None and hooks is not None
+    step = profiled_step(hooks.profiler, strategy.step)
     loaders = data.resolve(explicit, trainer.datamodule, module, "predict")
     if not loaders:
         raise ConfigurationError("trainer.predict found no data: pass dataloaders=, a datamodule "
@@ -597,7 +599,7 @@ def predict(trainer: Trainer, explicit: Any, return_predictions: bool = True) ->
                     batch = transfer(batch, dl_idx)
                 hooks("on_predict_batch_start", batch, batch_idx, *hook_idx)
                 results.hook = "predict_step"
-                output = strategy.step("predict_step", batch, batch_idx, *extra)
+                output = step("predict_step", batch, batch_idx, *extra)
                 hooks("on_predict_batch_end", output, batch, batch_idx, *hook_idx)
                 if return_predictions:
                     outputs.append(strategy.precision.convert_output(output))
@@ -608,3 +610,15 @@ def predict(trainer: Trainer, explicit: Any, return_predictions: bool = True) ->
     if not return_predictions:
         return None
     return all_outputs[0] if len(all_outputs) == 1 else all_outputs
+
+
+def profiled_step(profiler: Any, step: Any) -> Any:
+    """``strategy.step``, timed as ``[Strategy]<method>`` when a profiler records."""
+    if profiler is None:
+        return step
+
+    def timed(method: str, *args: Any) -> Any:
+        with profiler.profile(f"[Strategy]{method}"):
+            return step(method, *args)
+
+    return timed

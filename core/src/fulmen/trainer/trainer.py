@@ -12,13 +12,16 @@ from typing import Any
 
 import torch
 
+from fulmen import profilers
 from fulmen.api import RunConfig
 from fulmen.callbacks.base import Callback
 from fulmen.connector import SelectionReport, select
 from fulmen.datamodule import DataModule
 from fulmen.errors import ConfigurationError, FulmenError
+from fulmen.hang import HangDoctor
 from fulmen.legacy import translate_flag
 from fulmen.module import Module
+from fulmen.status import banner, configure_logging
 from fulmen.trainer import checkpoint as ckpt
 from fulmen.trainer import data, loops
 from fulmen.trainer.hooks import HookTable
@@ -69,6 +72,7 @@ class Trainer(SelectionReport):
         deterministic: bool | str | None = None,
         benchmark: bool | None = None,
         detect_anomaly: bool = False,
+        profiler: Any = None,
         log_every_n_steps: int = 50,
         enable_checkpointing: bool = True,
         enable_progress_bar: bool = True,
@@ -134,6 +138,7 @@ class Trainer(SelectionReport):
         self.gradient_clip_algorithm = gradient_clip_algorithm
         self.deterministic, self.benchmark = deterministic, benchmark
         self.detect_anomaly = detect_anomaly
+        self.profiler = profilers.resolve(profiler)
         self.log_every_n_steps = log_every_n_steps
         self.sync_batchnorm = sync_batchnorm
         self.enable_checkpointing = enable_checkpointing
@@ -385,7 +390,11 @@ class Trainer(SelectionReport):
         callbacks_from_model = _as_list(model.configure_callbacks(), Callback,
                                         "configure_callbacks()")
         self.callbacks = _merge_callbacks(self.callbacks, callbacks_from_model)
-        self._hooks = HookTable(self, model, self.callbacks)
+        self._hooks = HookTable(self, model, self.callbacks, profiler=self._active_profiler())
+        self.profiler.setup(stage, self.local_rank, self.log_dir)
+        doctor = HangDoctor(self._hooks.count, rank=self.global_rank, world_size=self.world_size,
+                            address=self.cluster_environment.main_address,
+                            port=self.cluster_environment.main_port)
         try:
             if datamodule is not None:
                 datamodule.setup(hook_stage)
@@ -403,7 +412,10 @@ class Trainer(SelectionReport):
             if stage == "fit" and ckpt_path is None and self.cluster_environment.restart_count():
                 ckpt_path = self._newest_checkpoint()  # the scheduler restarted this job
             self._restore = self._load_for(stage, ckpt_path, weights_only)
+            if self.is_global_zero:
+                self._announce(stage, ckpt_path)
             preemption = Preemption(self) if stage == "fit" else contextlib.nullcontext()
+            doctor.start()  # watches the loops (set-up has its own timeouts)
             with self._anomaly_context(), preemption as self._preemption:
                 result: Any = None
                 if stage == "fit":
@@ -422,8 +434,25 @@ class Trainer(SelectionReport):
                 datamodule.on_exception(exc)
             self._teardown(hook_stage, failed=True)
             raise
+        finally:
+            doctor.stop()
         self._teardown(hook_stage, failed=False)
+        self.profiler.describe()
         return result
+
+    def _active_profiler(self) -> profilers.Profiler | None:
+        """The profiler, unless it records nothing (then the hooks are called unwrapped)."""
+        return None if isinstance(self.profiler, profilers.PassThroughProfiler) else self.profiler
+
+    def _announce(self, stage: str, ckpt_path: Any) -> None:
+        """The run banner (rank 0): what was composed, where logs and checkpoints go."""
+        checkpoint = self.checkpoint_callback
+        progress = (f"epoch {self.current_epoch}, step {self.global_step}"
+                    if ckpt_path is not None else None)
+        configure_logging().info("%s", banner(
+            self, stage, log_dir=self.log_dir,
+            checkpoint_dir=None if checkpoint is None else checkpoint.dirpath,
+            resumed_from=None if ckpt_path is None else str(ckpt_path), progress=progress))
 
     def worker_state(self) -> dict[str, Any]:
         """What a spawned rank 0 sends back to the main process after a stage."""
