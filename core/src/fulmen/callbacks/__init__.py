@@ -2,11 +2,14 @@
 
 from fulmen.callbacks.base import Callback
 from fulmen.callbacks.checkpoint import ModelCheckpoint
-from fulmen.callbacks.early_stopping import EarlyStopping
+from fulmen.callbacks.early_stopping import EarlyStopping, EarlyStoppingReason
 from fulmen.callbacks.lr_monitor import LearningRateMonitor
+from fulmen.callbacks.on_exception import OnExceptionCheckpoint
 from fulmen.callbacks.prediction_writer import BasePredictionWriter, PredictionWriter
 from fulmen.callbacks.progress import ProgressBar, TQDMProgressBar
 from fulmen.callbacks.summary import ModelSummary
+from fulmen.callbacks.timer import Timer
 
-__all__ = ["BasePredictionWriter", "Callback", "EarlyStopping", "LearningRateMonitor",
-           "ModelCheckpoint", "ModelSummary", "PredictionWriter", "ProgressBar", "TQDMProgressBar"]
+__all__ = ["BasePredictionWriter", "Callback", "EarlyStopping", "EarlyStoppingReason",
+           "LearningRateMonitor", "ModelCheckpoint", "ModelSummary", "OnExceptionCheckpoint",
+           "PredictionWriter", "ProgressBar", "TQDMProgressBar", "Timer"]
