@@ -94,3 +94,19 @@ def test_auto_follows_lightning_one_data_parallel_group_per_node():
     lite = fulmen.Lite(accelerator="cpu", devices=4, strategy="model_parallel")
     assert lite.strategy.name == "model_parallel"
     assert lite.strategy.mesh_shape() == (1, 4)
+
+
+@pytest.mark.timeout(300)
+def test_the_trainer_path_configure_model_on_the_meta_device(run_script):
+    """Trainer: configure_model runs under the strategy's meta-device context and parallelises
+    on self.device_mesh; each rank materialises its shard (reset_parameters, so the initial
+    values are not the one-process run's) and the two ranks train one model."""
+    run = run_script("model_parallel_trainer.py", "--devices", "2",
+                     env={"OMP_NUM_THREADS": "1"})
+    assert run.returncode == 0, run.stderr
+    ranks = [run.json(f"rank{rank}") for rank in (0, 1)]
+    for got in ranks:
+        assert got["built_on"] == ["meta"] and got["mesh"] == [1, 2]
+        assert len(got["losses"]) == 8 and got["losses"][-1] < got["losses"][0]
+    assert same_weights(ranks[0]["weights"], ranks[1]["weights"])
+    assert ranks[0]["losses"] == ranks[1]["losses"]  # one model, split across the ranks

@@ -99,6 +99,12 @@ class Module(Hooks, torch.nn.Module):
         self._trainer = trainer
 
     @property
+    def device_mesh(self) -> Any:
+        """The strategy's ``DeviceMesh`` (``strategy="model_parallel"``), for ``configure_model``
+        to apply ``parallelize_module`` / ``fully_shard`` on; None without one."""
+        return None if self._trainer is None else self._trainer.strategy.device_mesh
+
+    @property
     def device(self) -> torch.device:
         """Where the parameters (or buffers) live; follows ``.to()`` moves."""
         for param in self.parameters():

@@ -174,6 +174,17 @@ class Strategy(Named, ABC):
         """Whether ``module`` is the module this strategy set up last (``setup_module``)."""
         return self.model is not None and module is self.module
 
+    @property
+    def device_mesh(self) -> Any:
+        """The ``torch.distributed.DeviceMesh`` a strategy builds for the model to parallelise
+        itself on (``Module.device_mesh`` in ``configure_model``). Default: None."""
+        return None
+
+    def module_init_context(self) -> contextlib.AbstractContextManager[Any]:
+        """The context ``Module.configure_model`` runs in (Trainer) — e.g. the meta device, for a
+        strategy that materialises each rank's shard after parallelising. Default: nothing."""
+        return contextlib.nullcontext()
+
     def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
         """The object forward and step calls go through (DDP wraps here). Default: itself."""
         return module

@@ -400,7 +400,8 @@ class Trainer(SelectionReport):
                 datamodule.setup(hook_stage)
             self._hooks("setup", hook_stage)
             if type(model).configure_model is not Module.configure_model:
-                model.configure_model()
+                with self.strategy.module_init_context():
+                    model.configure_model()
             self.strategy.sync_batchnorm = self.sync_batchnorm
             self.strategy.run_config = RunConfig(  # the flags a strategy may need (a contract)
                 "Trainer", self.accumulate_grad_batches, self.gradient_clip_val,

@@ -19,6 +19,7 @@ written by every rank (``save_distributed_checkpoint=True``), or one full file f
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -89,6 +90,11 @@ class ModelParallelStrategy(FSDPStrategy):
             raise ConfigurationError("ModelParallelStrategy.device_mesh exists once the processes "
                                      "have started: use it in configure_model or parallelize_fn")
         return self._mesh
+
+    def module_init_context(self) -> contextlib.AbstractContextManager[Any]:
+        """``configure_model`` builds its layers on the meta device: nothing is allocated until
+        each rank materialises its own shards after parallelising."""
+        return torch.device("meta")
 
     def setup_environment(self) -> None:
         shape = self.mesh_shape()  # a wrong shape fails before any group is started
