@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -103,13 +104,25 @@ class Runner:
         self.progress = progress or (lambda line: None)
         self.verdicts: dict[tuple[str, str, str], tuple[str, str]] = {}
         self.plans: dict[tuple[str, str], dict[str, Any]] = {}
+        self.lock = threading.Lock()
+        self.layouts: dict[str, dict[str, Any]] = {}  # strategy name -> how devices=2 runs
 
     def run(self, targets: Sequence[Target]) -> Report:
         start = time.monotonic()
+        strategies = [t for t in targets if t.kind == "strategy"]
         with tempfile.TemporaryDirectory(prefix="fulmen-check-") as tmp:
             root = Path(tmp)
-            self.local(list(targets), root / "local")
-            self.processes([t for t in targets if t.kind == "strategy"], root)
+            # The two-process runs start as soon as the one-process worker has told how each
+            # strategy runs with devices=2, and go on beside it (one core each, on two).
+            thread = threading.Thread(target=self.processes, args=(strategies, root),
+                                      daemon=True)
+            self.local(list(targets), root / "local",
+                       on_layouts=thread.start if strategies else None)
+            if strategies and not thread.is_alive() and not self.layouts:
+                thread.start()  # the worker died before it could tell: plans only
+            if strategies:
+                thread.join()
+            self.copy_shared(strategies)
         report = Report(seconds=time.monotonic() - start)
         for t in targets:
             for clause in clauses_for(t.kind):
@@ -122,14 +135,16 @@ class Runner:
     def note(self, t: Target, clause: str, status: str, detail: str) -> None:
         """Keep the worst verdict per clause: fail over pass over skip."""
         key = (t.kind, t.name, clause)
-        old = self.verdicts.get(key)
         rank = {FAIL: 2, PASS: 1, SKIP: 0}
-        if old is None or rank[status] > rank[old[0]]:
-            self.verdicts[key] = (status, detail)
+        with self.lock:
+            old = self.verdicts.get(key)
+            if old is None or rank[status] > rank[old[0]]:
+                self.verdicts[key] = (status, detail)
 
     # ------------------------------------------------------------------ one process
 
-    def local(self, targets: list[Target], folder: Path) -> None:
+    def local(self, targets: list[Target], folder: Path,
+              on_layouts: Callable[[], None] | None = None) -> None:
         remaining = list(targets)
         attempt = 0
         while remaining:
@@ -140,7 +155,21 @@ class Runner:
             job = {"mode": "local", "targets": [[t.kind, t.name] for t in remaining],
                    "folder": str(work), "share": not self.exhaustive}
             timeout = self.timeout * len([t for t in remaining if t.kind == "strategy"] or [1])
-            failure = run_job(job, work, timeout)
+
+            def poll(path: Path = work / "results.jsonl",
+                     wanted: frozenset[str] = frozenset(
+                         t.name for t in remaining if t.kind == "strategy")) -> None:
+                nonlocal on_layouts
+                if on_layouts is None:
+                    return
+                found = {line["name"]: line for line in read(path) if line["event"] == "layout"}
+                if found and wanted <= set(found):
+                    self.layouts.update(found)
+                    start, on_layouts = on_layouts, None
+                    start()
+
+            failure = run_job(job, work, timeout, poll)
+            poll()
             lines = read(work / "results.jsonl")
             by_key = {(t.kind, t.name): t for t in remaining}
             done: set[tuple[str, str]] = set()
@@ -176,9 +205,10 @@ class Runner:
     # ------------------------------------------------------------------ two processes
 
     def processes(self, strategies: list[Target], root: Path) -> None:
-        by_name = {t.name: t for t in strategies}
+        """The two-process run of every strategy that makes two processes of devices=2 (one
+        per class and launcher unless exhaustive)."""
         for t in strategies:
-            plan = self.plans.get((t.kind, t.name), {})
+            plan = self.layouts.get(t.name) or self.plans.get((t.kind, t.name), {})
             if plan.get("shares"):
                 continue
             if plan.get("error"):
@@ -191,8 +221,13 @@ class Runner:
                     self.note(t, clause, SKIP, why)
             else:
                 self.two_processes(t, plan, root / f"processes-{t.name}")
-        for t in strategies:  # same class and launcher, other constructor arguments
-            first = by_name.get(self.plans.get((t.kind, t.name), {}).get("shares", ""))
+
+    def copy_shared(self, strategies: list[Target]) -> None:
+        """Names that share a class and launcher get the verdicts of the name whose runs they
+        share (once that name's one-process checks are done too)."""
+        by_name = {t.name: t for t in strategies}
+        for t in strategies:
+            first = by_name.get(self.plans.get((t.kind, t.name), {}).get("shares") or "")
             if first is None:
                 continue
             for c in clauses_for(t.kind)[1:]:
@@ -259,8 +294,10 @@ class Runner:
             self.note(t, "strategy.processes", PASS, f"{world} processes")
 
 
-def run_job(job: dict[str, Any], folder: Path, timeout: float) -> str | None:
-    """Run a worker on ``job``; None when it exits with 0, else what went wrong."""
+def run_job(job: dict[str, Any], folder: Path, timeout: float,
+            poll: Callable[[], None] | None = None) -> str | None:
+    """Run a worker on ``job`` (calling ``poll()`` twice a second meanwhile); None when it
+    exits with 0, else what went wrong."""
     path = folder / "job.json"
     path.write_text(json.dumps(job))
     log = folder / "output.log"
@@ -269,8 +306,17 @@ def run_job(job: dict[str, Any], folder: Path, timeout: float) -> str | None:
         process = subprocess.Popen([sys.executable, "-m", "fulmen.testing.worker", str(path)],
                                    stdout=out, stderr=subprocess.STDOUT, env=env, cwd=folder,
                                    start_new_session=True)
+        deadline = time.monotonic() + timeout
         try:
-            code = process.wait(timeout)
+            while True:
+                try:
+                    code = process.wait(min(0.5, max(0.0, deadline - time.monotonic())))
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() >= deadline:
+                        raise
+                    if poll is not None:
+                        poll()
         except subprocess.TimeoutExpired:
             kill(process)
             return f"timed out after {timeout:g} s and was killed; output: {tail(log)}"

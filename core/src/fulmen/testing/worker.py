@@ -42,14 +42,18 @@ def main(argv: list[str]) -> int:
             if "accelerator" in found and "group" in found:
                 key = (found["group"], found.get("launcher"), found["processes"])
                 first.setdefault(key, name)
+    shares: dict[str, str | None] = {}
+    for name, found in layouts.items():
+        key = (found.get("group"), found.get("launcher"), found.get("processes"))
+        shared = first.get(key) if job.get("share") else None
+        shares[name] = shared if shared != name else None
+        # Early, so that the runner starts the two-process runs while these checks go on.
+        Recorder(results, "strategy", name).write(event="layout", shares=shares[name], **found)
     for kind, name in job["targets"]:
         environ, cwd = dict(os.environ), os.getcwd()
         rec = Recorder(results, kind, name)
         found = layouts.get(name, {})
-        key = (found.get("group"), found.get("launcher"), found.get("processes"))
-        shared = first.get(key) if job.get("share") and name in layouts else None
-        plan = check(kind, name, rec, folder / f"{kind}-{name}",
-                     shared if shared != name else None)
+        plan = check(kind, name, rec, folder / f"{kind}-{name}", shares.get(name))
         rec.write(event="plan", **found, **plan)
         os.environ.clear()  # a launcher may have marked this process as a launched rank
         os.environ.update(environ)

@@ -1,18 +1,20 @@
 """Example third-party plugins for fulmen (see docs/writing-plugins.md).
 
-The classes load on first access, so listing plugins (which imports this package's plugin
-modules) imports no torch and no plugin class.
+The classes are imported on first access: importing the package, as listing plugins does
+through the entry points, must not import torch.
 """
 
-from __future__ import annotations
+import importlib
+from typing import Any
 
-from fulmen.lazy import lazy_exports
+_CLASSES = {"LabEnvironment": "fulmen_examples.lab.environment",
+            "LocalSGDStrategy": "fulmen_examples.local_sgd.strategy",
+            "StaticScalePrecision": "fulmen_examples.scaled.precision"}
 
-_EXPORTS = {
-    "LabEnvironment": "fulmen_examples.lab.environment",
-    "LocalSGDStrategy": "fulmen_examples.local_sgd.strategy",
-    "StaticScalePrecision": "fulmen_examples.scaled.precision",
-}
-__all__ = list(_EXPORTS)
+__all__ = sorted(_CLASSES)
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+def __getattr__(name: str) -> Any:
+    if name not in _CLASSES:
+        raise AttributeError(f"module 'fulmen_examples' has no attribute {name!r}")
+    return getattr(importlib.import_module(_CLASSES[name]), name)
