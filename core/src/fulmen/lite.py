@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from fulmen import compiling
 from fulmen.apply import apply_to_tensors
 from fulmen.connector import SelectionReport, select
 from fulmen.errors import ConfigurationError, FulmenError
@@ -229,17 +230,26 @@ class Lite(SelectionReport):
         return self.strategy.root_device
 
     def setup(self, module: torch.nn.Module, *optimizers: torch.optim.Optimizer,
-              move_to_device: bool = True) -> Any:
-        """``model`` or ``(model, *optimizers)``, wrapped for the strategy and precision."""
-        wrapped = self.setup_module(module, move_to_device=move_to_device)
+              move_to_device: bool = True, compile: bool | dict[str, Any] | None = None) -> Any:
+        """``model`` or ``(model, *optimizers)``, wrapped for the strategy and precision.
+        ``compile``: True or ``torch.compile`` keyword arguments (see ``setup_module``)."""
+        wrapped = self.setup_module(module, move_to_device=move_to_device, compile=compile)
         if not optimizers:
             return wrapped
         return (wrapped, *self._wrap_optimizers(optimizers))
 
-    def setup_module(self, module: torch.nn.Module, move_to_device: bool = True) -> LiteModule:
+    def setup_module(self, module: torch.nn.Module, move_to_device: bool = True,
+                     compile: bool | dict[str, Any] | None = None) -> LiteModule:
         """Wrap a module (for strategies like FSDP that must wrap before the optimizer is
-        built: call this, then create the optimizer, then ``setup_optimizers``)."""
+        built: call this, then create the optimizer, then ``setup_optimizers``).
+
+        ``compile=True`` (or a dict of ``torch.compile`` arguments) compiles what the strategy
+        wrapped, after wrapping; a module from ``torch.compile(model)`` is unwrapped, set up, and
+        compiled again the same way. State dicts keep the plain module's key names."""
         self._require_launched("setup_module")
+        settings = compiling.options("Lite.setup", compile)
+        module, recompile = compiling.unwrap(module)
+        settings = recompile if settings is None else settings
         if isinstance(module, LiteModule) and module.strategy is not self.strategy:
             raise ConfigurationError(f"lite.setup_module: this {type(module.module).__name__} "
                                      "was set up by another Lite; set the plain module up with "
@@ -260,6 +270,8 @@ class Lite(SelectionReport):
             strategy.module, strategy.model = module, strategy.wrap_module(module)
             forward = strategy.model
         self._models_set_up += 1
+        if settings is not None:
+            forward = torch.compile(forward, **settings)  # type: ignore[assignment]
         return LiteModule(forward, strategy.module or module, strategy)
 
     def setup_optimizers(self, *optimizers: torch.optim.Optimizer) -> Any:

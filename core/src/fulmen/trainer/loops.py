@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from fulmen import compiling
 from fulmen.api.precision import Precision
 from fulmen.errors import ConfigurationError
 from fulmen.module import Module
@@ -242,7 +243,8 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
     automatic = module.automatic_optimization
     optimizer: Any = trainer.optimizers[0] if automatic and trainer.optimizers else None
     accumulate = trainer.accumulate_grad_batches
-    step = profiled_step(hooks.profiler, strategy.step)
+    step = compiling.time_first_call(profiled_step(hooks.profiler, strategy.step),
+                                     trainer.compile_options is not None)
     has_start, has_end = hooks.has("on_train_batch_start"), hooks.has("on_train_batch_end")
     backward_hooks = any(hooks.has(h) for h in ("on_before_backward", "on_after_backward",
                                                "on_before_zero_grad"))

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from fulmen import profilers
+from fulmen import compiling, profilers
 from fulmen.api import RunConfig
 from fulmen.callbacks.base import Callback
 from fulmen.connector import SelectionReport, select
@@ -73,6 +73,7 @@ class Trainer(SelectionReport):
         benchmark: bool | None = None,
         detect_anomaly: bool = False,
         profiler: Any = None,
+        compile: bool | dict[str, Any] | None = None,
         log_every_n_steps: int = 50,
         enable_checkpointing: bool = True,
         enable_progress_bar: bool = True,
@@ -139,6 +140,8 @@ class Trainer(SelectionReport):
         self.deterministic, self.benchmark = deterministic, benchmark
         self.detect_anomaly = detect_anomaly
         self.profiler = profilers.resolve(profiler)
+        self.compile_options = compiling.options("Trainer", compile)
+        self._compiled: set[int] = set()  # modules compiled in place already
         self.log_every_n_steps = log_every_n_steps
         self.sync_batchnorm = sync_batchnorm
         self.enable_checkpointing = enable_checkpointing
@@ -299,7 +302,7 @@ class Trainer(SelectionReport):
         """Train ``model``; validate along the way when validation data exists."""
         if isinstance(train_dataloaders, DataModule):
             datamodule, train_dataloaders = train_dataloaders, None
-        self._check_call(model, datamodule, "fit", train_dataloaders, val_dataloaders)
+        model = self._check_call(model, datamodule, "fit", train_dataloaders, val_dataloaders)
         self.module, self.datamodule = model, datamodule
         self.strategy.launch(self._run, "fit", model, datamodule, ckpt_path, weights_only,
                              {"train": train_dataloaders, "val": val_dataloaders})
@@ -359,6 +362,9 @@ class Trainer(SelectionReport):
     def _check_call(self, model: Any, datamodule: Any, stage: str, *loaders: Any) -> Module:
         if model is None:
             raise ConfigurationError(f"trainer.{stage}() needs a model: pass a fulmen.Module")
+        model, compiled = compiling.unwrap(model)  # torch.compile(model): compiled after set-up
+        if compiled is not None and self.compile_options is None:
+            self.compile_options = compiled
         if not isinstance(model, Module):
             raise ConfigurationError(f"trainer.{stage}(model=...) got a {type(model).__name__}; "
                                      "it takes a fulmen.Module (subclass fulmen.Module, or use "
@@ -407,6 +413,9 @@ class Trainer(SelectionReport):
                 "Trainer", self.accumulate_grad_batches, self.gradient_clip_val,
                 self.gradient_clip_algorithm or "norm")
             self.strategy.setup_module(model)
+            if self.compile_options is not None and id(model) not in self._compiled:
+                compiling.apply(model, self.compile_options)  # in place: keys keep their names
+                self._compiled.add(id(model))
             if stage == "fit":
                 self._configure_optimizers(model)
                 self._log_hyperparams()

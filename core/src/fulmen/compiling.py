@@ -1,0 +1,75 @@
+"""``torch.compile`` for Trainer and Lite: ``compile=True`` or a dict of ``torch.compile`` keyword
+arguments, or a model the user compiled already.
+
+The module is compiled in place (``nn.Module.compile``) after the strategy has set it up, so
+parameter names and checkpoint keys never carry ``_orig_mod.``: a compiled model's checkpoint
+loads into an uncompiled one and the other way round. A model given as ``torch.compile(model)``
+is unwrapped and compiled the same way after set-up.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from fulmen.errors import ConfigurationError
+
+log = logging.getLogger("fulmen")
+
+
+def options(owner: str, value: Any) -> dict[str, Any] | None:
+    """``compile=``: None/False (off), True (torch's defaults) or a dict of keyword arguments."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return {}
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        import inspect
+
+        import torch
+
+        accepted = set(inspect.signature(torch.compile).parameters) - {"model"}
+        unknown = sorted(set(value) - accepted)
+        if unknown:
+            raise ConfigurationError(f"{owner}(compile={value!r}): torch.compile takes no "
+                                     f"{', '.join(unknown)}; it takes "
+                                     f"{', '.join(sorted(accepted))}")
+        return dict(value)
+    raise ConfigurationError(f"{owner}(compile={value!r}): use True, False, or a dict of "
+                             "torch.compile keyword arguments such as {'mode': 'max-autotune'}")
+
+
+def unwrap(model: Any) -> tuple[Any, dict[str, Any] | None]:
+    """A model from ``torch.compile(model)``: the original module, and options to compile it
+    again after set-up (torch's defaults); anything else: itself and None."""
+    from torch._dynamo.eval_frame import OptimizedModule
+
+    if isinstance(model, OptimizedModule):
+        return model._orig_mod, {}
+    return model, None
+
+
+def apply(module: Any, settings: dict[str, Any] | None) -> None:
+    """Compile ``module`` in place (its ``__call__``); nothing when ``settings`` is None."""
+    if settings is not None:
+        module.compile(**settings)
+
+
+def time_first_call(step: Any, active: bool) -> Any:
+    """``step``, logging how long its first call took (mostly compilation) when ``active``."""
+    if not active:
+        return step
+    pending = [True]
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        if not pending:
+            return step(*args, **kwargs)
+        start = time.perf_counter()
+        out = step(*args, **kwargs)
+        pending.clear()
+        log.info("torch.compile: the first %s took %.1f s (compilation included)",
+                 args[0] if args else "step", time.perf_counter() - start)
+        return out
+
+    return timed
