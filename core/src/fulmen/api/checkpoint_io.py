@@ -71,33 +71,22 @@ def safe_load(path: PathLike, map_location: Any | None = None,
               weights_only: bool = True) -> Any:
     """``torch.load`` (``weights_only`` by default) with errors that say what to do."""
     import pickle
-    import zipfile
 
     import torch
 
+    from fulmen.checkpoint import safety
+
     path = Path(path)
-    if not path.exists():
-        raise ConfigurationError(f"checkpoint {str(path)!r} does not exist")
-    if path.is_dir():
-        raise ConfigurationError(f"checkpoint {str(path)!r} is a directory; this strategy "
-                                 "reads single-file checkpoints")
-    with open(path, "rb") as handle:
-        head = handle.read(1)
-    if not zipfile.is_zipfile(path) and head != b"\x80":  # torch.save: zip, or legacy pickle
-        raise ConfigurationError(f"checkpoint {str(path)!r} is not a torch checkpoint (it was "
-                                 "not written by torch.save)")
+    safety.check_readable(path)
     try:
         return torch.load(path, map_location=map_location or "cpu", weights_only=weights_only)
     except pickle.UnpicklingError as exc:
         if not weights_only:
-            raise ConfigurationError(f"checkpoint {str(path)!r} is not a torch checkpoint: "
-                                     f"{exc}") from exc
-        first = str(exc).split(". ")[0]
-        raise ConfigurationError(
-            f"checkpoint {str(path)!r} holds Python objects that safe loading refuses "
-            f"({first}). If you trust the file, load it with weights_only=False (for example "
-            "trainer.fit(model, ckpt_path=..., weights_only=False))."
-        ) from exc
-    except (RuntimeError, EOFError, ValueError) as exc:
-        raise ConfigurationError(f"checkpoint {str(path)!r} is not a torch checkpoint: "
-                                 f"{type(exc).__name__}: {exc}") from exc
+            raise safety.damage_error(path, exc) from exc
+        raise safety.refusal(path, exc, TRUST_HINT) from exc
+    except (RuntimeError, EOFError, ValueError, OSError) as exc:
+        raise safety.damage_error(path, exc) from exc
+
+
+TRUST_HINT = (" If you trust the file, load it with weights_only=False (for example "
+              "trainer.fit(model, ckpt_path=..., weights_only=False)).")

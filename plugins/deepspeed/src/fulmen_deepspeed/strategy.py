@@ -321,7 +321,15 @@ class DeepSpeedStrategy(ParallelStrategy):
         if not (target / META).is_file() or not (target / TAG).is_dir():
             raise ConfigurationError(f"checkpoint {str(target)!r} is a directory but not one "
                                      f"DeepSpeedStrategy wrote (no {META} and {TAG}/ inside)")
-        meta = torch.load(target / META, map_location="cpu", weights_only=weights_only)
+        from fulmen_deepspeed.consolidate import deepspeed_reads, read_meta
+
+        if not weights_only:  # the caller trusts the files: DeepSpeed reads them as it likes
+            return self._load_engine_checkpoint(target, torch.load(target / META,
+                                                                   weights_only=False))
+        with deepspeed_reads(target, TAG):
+            return self._load_engine_checkpoint(target, read_meta(target))
+
+    def _load_engine_checkpoint(self, target: Path, meta: dict[str, Any]) -> dict[str, Any]:
         info = meta.pop("fulmen_deepspeed")
         if self.engine is None:  # no optimizer here (test, predict): the fp32 weights will do
             from fulmen_deepspeed.consolidate import fp32_state_dict
