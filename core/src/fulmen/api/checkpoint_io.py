@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,8 @@ class CheckpointIO(Named, ABC):
 
 
 class TorchCheckpointIO(CheckpointIO):
-    """``torch.save`` to a temporary file in the target folder, then an atomic rename."""
+    """``torch.save`` to a temporary file in the target folder, then an atomic rename; the
+    temporary files of a process killed mid-save are removed by the next save there."""
 
     name = "torch"
 
@@ -48,16 +48,10 @@ class TorchCheckpointIO(CheckpointIO):
             raise ConfigurationError(f"TorchCheckpointIO.save_checkpoint got storage_options="
                                      f"{storage_options!r}; it takes none. Pass your own "
                                      "CheckpointIO in plugins=[...] to use storage options.")
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                torch.save(checkpoint, handle)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        from fulmen.checkpoint.atomic import atomic_target
+
+        with atomic_target(Path(path)) as tmp, open(tmp, "wb") as handle:
+            torch.save(checkpoint, handle)
 
     def load_checkpoint(self, path: PathLike, map_location: Any | None = None,
                         weights_only: bool = True) -> dict[str, Any]:
