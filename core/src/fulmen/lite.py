@@ -295,10 +295,17 @@ class Lite(SelectionReport):
                 raise ConfigurationError(f"lite.load: {str(path)!r} has no {key!r}; it holds "
                                          f"{sorted(checkpoint)}")
             if isinstance(target, torch.nn.Module):
-                if isinstance(target, LiteModule):
-                    self.strategy.load_module_state_dict(checkpoint[key], module=target.module)
-                else:
-                    target.load_state_dict(checkpoint[key])
+                module = target.module if isinstance(target, LiteModule) else target
+                try:
+                    if isinstance(target, LiteModule):
+                        self.strategy.load_module_state_dict(checkpoint[key], module=module)
+                    else:
+                        target.load_state_dict(checkpoint[key])
+                except RuntimeError as exc:  # keys or shapes that differ
+                    from fulmen.checkpoint.fit import fit_error
+
+                    raise fit_error(path, module, checkpoint[key], exc,
+                                    what=f"state[{key!r}] ({type(module).__name__})") from exc
             elif isinstance(target, LiteOptimizer):
                 self.strategy.load_optimizer_state(target.optimizer, checkpoint[key])
             elif hasattr(target, "load_state_dict"):

@@ -619,8 +619,9 @@ class Trainer(SelectionReport):
         try:
             self.strategy.load_module_state_dict(checkpoint["state_dict"])
         except RuntimeError as exc:  # shapes that differ
-            raise ConfigurationError(f"checkpoint {path!r} does not fit "
-                                     f"{type(self.module).__name__}: {exc}") from exc
+            from fulmen.checkpoint.fit import fit_error
+
+            raise fit_error(path, self.module, checkpoint["state_dict"], exc) from exc
         if stage != "fit":
             return None
         ckpt.require_fulmen_format(checkpoint, path)
