@@ -546,6 +546,7 @@ class Trainer(SelectionReport):
 
     def _dump_checkpoint(self, weights_only: bool = False) -> dict[str, Any]:
         import fulmen
+        from fulmen.checkpoint import manifest
         from fulmen.seed import rng_states
 
         assert self.module is not None
@@ -555,6 +556,8 @@ class Trainer(SelectionReport):
             "global_step": self.global_step,
             "state_dict": self.strategy.module_state_dict(),
             "hyper_parameters": dict(self.module.hparams),
+            manifest.KEY: manifest.origin(self.strategy.name, self.world_size, self.num_nodes,
+                                          str(self.precision)),
         }
         if not weights_only:
             checkpoint.update({

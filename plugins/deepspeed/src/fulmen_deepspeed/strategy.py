@@ -312,6 +312,11 @@ class DeepSpeedStrategy(ParallelStrategy):
             self.engine.save_checkpoint(str(staging), tag=TAG)
             if self.is_global_zero:
                 torch.save(meta, staging / META)
+            self.barrier("deepspeed-manifest")  # every rank's shards are on disk: sum them
+            if self.is_global_zero:
+                from fulmen.checkpoint import manifest
+
+                manifest.write_directory_manifest(staging, meta.get(manifest.KEY))
         return None
 
     def load_checkpoint(self, path: Any, weights_only: bool = True) -> dict[str, Any]:
