@@ -149,3 +149,26 @@ def test_a_flipped_byte_names_the_damaged_record(tmp_path: Path) -> None:
     with pytest.raises(safety.CorruptCheckpointError,
                        match=rf"'{path}' is corrupt: record '.*data.pkl' fails its CRC check"):
         fulmen.Lite(accelerator="cpu").load(path)
+
+
+def test_dcp_directories_load_without_running_their_metadata_or_items(tmp_path: Path) -> None:
+    import torch.distributed.checkpoint as dcp
+
+    from fulmen.checkpoint.reading import safe_dcp_load
+
+    marker = tmp_path / "PWNED"
+    good = {"w": torch.arange(6.0).reshape(2, 3), "extra": {"note": "plain data"}}
+    dcp.save(good, checkpoint_id=str(tmp_path / "good"), no_dist=True)
+    into: dict[str, Any] = {"w": torch.zeros(2, 3), "extra": {"note": ""}}
+    safe_dcp_load(into, tmp_path / "good")
+    assert torch.equal(into["w"], good["w"]) and into["extra"] == {"note": "plain data"}
+
+    dcp.save({"w": torch.ones(2, 3), "extra": Payload(marker)},  # a non-tensor item
+             checkpoint_id=str(tmp_path / "item"), no_dist=True)
+    with pytest.raises(safety.UnsafeCheckpointError, match="unsafe global 'os.makedirs'"):
+        safe_dcp_load({"w": torch.zeros(2, 3), "extra": None}, tmp_path / "item")
+    (tmp_path / "good" / ".metadata").write_bytes(pickle.dumps(Payload(marker), protocol=2))
+    with pytest.raises(safety.UnsafeCheckpointError,
+                       match=r"'.*good/\.metadata' is not a trusted checkpoint"):
+        safe_dcp_load({"w": torch.zeros(2, 3)}, tmp_path / "good")
+    assert not marker.exists()

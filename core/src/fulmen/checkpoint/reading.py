@@ -131,3 +131,35 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
         for index, item in enumerate(value):
             out.update(flatten(item, f"{prefix}.{index}" if prefix else str(index)))
     return out
+
+
+def safe_dcp_load(state: dict[str, Any], path: str | Path) -> None:
+    """``dcp.load(state, checkpoint_id=path)`` that runs no code from the directory: its
+    ``.metadata`` goes through :class:`_DCPUnpickler`, its non-tensor items through torch's
+    safe unpickler (DCP would call ``torch.load(weights_only=False)`` on them)."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint import FileSystemReader
+    from torch.distributed.checkpoint.metadata import StorageMeta
+
+    root = Path(path)
+
+    class _SafeReader(FileSystemReader):
+        def read_metadata(self, *args: Any, **kwargs: Any) -> Any:
+            metadata = read_dcp_metadata(root)
+            if getattr(metadata, "storage_meta", None) is None:
+                metadata.storage_meta = StorageMeta()
+            metadata.storage_meta.load_id = self.load_id
+            return metadata
+
+    from torch.distributed.checkpoint.api import CheckpointException
+
+    read_dcp_metadata(root)  # refused here, with its own error, before DCP wraps it
+    try:
+        with safety.weights_only_everywhere():
+            dcp.load(state, storage_reader=_SafeReader(str(root)))
+    except pickle.UnpicklingError as exc:
+        raise safety.unsafe_error(root, exc) from exc
+    except CheckpointException as exc:  # DCP wraps what a rank raised
+        if safety.refused_global(exc) or "Weights only load failed" in str(exc):
+            raise safety.unsafe_error(root, exc) from exc
+        raise
