@@ -165,7 +165,7 @@ def test_dcp_directories_load_without_running_their_metadata_or_items(tmp_path: 
 
     dcp.save({"w": torch.ones(2, 3), "extra": Payload(marker)},  # a non-tensor item
              checkpoint_id=str(tmp_path / "item"), no_dist=True)
-    with pytest.raises(safety.UnsafeCheckpointError, match="unsafe global 'os.makedirs'"):
+    with pytest.raises(safety.UnsafeCheckpointError, match=r"unsafe global 'os\.makedirs'"):
         safe_dcp_load({"w": torch.zeros(2, 3), "extra": None}, tmp_path / "item")
     (tmp_path / "good" / ".metadata").write_bytes(pickle.dumps(Payload(marker), protocol=2))
     with pytest.raises(safety.UnsafeCheckpointError,

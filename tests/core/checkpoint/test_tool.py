@@ -45,7 +45,7 @@ def test_inspect_prints_tensors_progress_origin_and_hyperparameters(saved: Path)
         "precision=32-true" in out and f"torch={torch.__version__}" in out
     assert "progress: global_step = 3" in out
     assert '"hidden": 12' in out and '"lr": 0.3' in out
-    assert [line.split() for line in out.splitlines() if "net.0.weight" in line][0] == \
+    assert next(line.split() for line in out.splitlines() if "net.0.weight" in line) == \
         ["state_dict.net.0.weight", "[12,", "8]", "float32", "384", "B"]
     report = json.loads(cli("inspect", saved, "--json").stdout)
     assert report["tensors"]["state_dict.net.0.weight"] == \
