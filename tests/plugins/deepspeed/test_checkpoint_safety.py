@@ -10,9 +10,12 @@ marker must never appear. The untouched directory still loads.
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +112,7 @@ def test_consolidate_still_reads_a_good_directory_and_one_tagged_by_latest(
     shutil.copytree(good, moved)
     (moved / "checkpoint").rename(moved / "global_step4")
     (moved / "latest").write_text("global_step4")
+    (moved / "fulmen_manifest.json").unlink()  # as a plain DeepSpeed directory has none
     assert all(torch.equal(state[k], v) for k, v in consolidate(moved).items())
 
 
@@ -117,7 +121,7 @@ def test_trainer_test_refuses_every_crafted_file_and_runs_none(good: Path, tmp_p
     marker = tmp_path / "PWNED"
     crafted = {craft(good, tmp_path, relative, form, marker): relative
                for relative in FILES for form in ("zip", "pickle")}
-    latest = tmp_path / "latest.ckpt"  # DeepSpeedStrategy reads its own tag, never `latest`
+    latest = tmp_path / "latest.ckpt"  # never unpickled; the manifest sees it was replaced
     shutil.copytree(good, latest)
     (latest / "latest").write_bytes(pickle.dumps(Payload(marker)))
     run = run_script_module("ds_crafted.py", "--dirs", *map(str, crafted), str(latest),
@@ -128,7 +132,9 @@ def test_trainer_test_refuses_every_crafted_file_and_runs_none(good: Path, tmp_p
         message = results[str(bad)]
         assert message.startswith("UnsafeCheckpointError: "), message
         assert str(bad / relative) in message and "not a trusted checkpoint" in message
-    assert results[str(latest)] == "ok" and results[str(good)] == "ok"
+    assert results[str(latest)].startswith(f"CorruptCheckpointError: checkpoint file "
+                                           f"'{latest / 'latest'}' has ")
+    assert results[str(good)] == "ok"
     assert not marker.exists()
 
 
@@ -142,3 +148,42 @@ def test_resuming_fit_through_the_engine_refuses_a_crafted_optimizer_shard(
     assert results[str(bad)].startswith("UnsafeCheckpointError: "), results
     assert str(bad / FILES[1]) in results[str(bad)]
     assert results[str(good)] == "ok" and not marker.exists()
+
+
+def cli(*args: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fulmen", "checkpoint", *map(str, args)],
+                          capture_output=True, text=True, timeout=90)
+
+
+def test_the_checkpoint_command_inspects_verifies_and_refuses_deepspeed_directories(
+        good: Path, tmp_path: Path) -> None:
+    report = json.loads(cli("inspect", good, "--json").stdout)
+    assert report["kind"] == "deepspeed" and report["origin"]["strategy"] == "deepspeed_stage_2"
+    assert report["tensors"]["state_dict.net.weight"] == \
+        {"shape": [2, 8], "dtype": "float32", "bytes": 64}
+    assert report["progress"]["global_step"] == 2
+    assert cli("verify", good).stdout.strip() == f"OK {good}"
+
+    flipped = tmp_path / "flipped.ckpt"
+    shutil.copytree(good, flipped)
+    shard = flipped / FILES[1]
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    shard.write_bytes(bytes(data))
+    done = cli("verify", flipped)
+    assert done.returncode == 1
+    assert f"FAIL '{shard}' does not match its sha256 in fulmen_manifest.json" in done.stdout
+
+    cut = tmp_path / "cut.ckpt"
+    shutil.copytree(good, cut)
+    (cut / FILES[1]).write_bytes((good / FILES[1]).read_bytes()[:-100])
+    from fulmen_deepspeed import consolidate
+
+    with pytest.raises(ConfigurationError, match=rf"'{cut / FILES[1]}' .*truncated or corrupt"):
+        consolidate(cut)
+
+    marker = tmp_path / "PWNED"
+    bad = craft(good, tmp_path, FILES[0], "zip", marker)
+    done = cli("inspect", bad)
+    assert done.returncode == 2 and f"'{bad / FILES[0]}' is not a trusted" in done.stderr
+    assert not marker.exists()

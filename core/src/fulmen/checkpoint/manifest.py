@@ -113,3 +113,23 @@ def _verify_file(path: Path) -> list[str]:
                 f"({path.stat().st_size} bytes)"]
     bad = damaged_record(path)
     return [f"{str(path)!r} is corrupt: record {bad!r} fails its CRC check"] if bad else []
+
+
+def check_complete(root: Path) -> None:
+    """Raise when a file the directory's manifest lists is missing or has another size (a
+    cheap check before loading; ``fulmen checkpoint verify`` also compares sha256 sums)."""
+    from fulmen.checkpoint.safety import CorruptCheckpointError
+
+    try:
+        listed = (read_directory_manifest(root) or {}).get("files", {})
+    except ValueError as exc:
+        raise CorruptCheckpointError(str(exc)) from exc
+    for name, entry in sorted(listed.items()):
+        file = root / name
+        if not file.is_file():
+            raise CorruptCheckpointError(f"checkpoint {str(root)!r} is incomplete: "
+                                         f"{str(file)!r} is missing (listed in {FILE})")
+        if file.stat().st_size != entry.get("bytes"):
+            raise CorruptCheckpointError(
+                f"checkpoint file {str(file)!r} has {file.stat().st_size} bytes, {FILE} says "
+                f"{entry.get('bytes')}: it is truncated or corrupt")

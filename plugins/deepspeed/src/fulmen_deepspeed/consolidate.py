@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from fulmen import ConfigurationError
-from fulmen.checkpoint import safety
+from fulmen.checkpoint import manifest, safety
 
 TAG = "checkpoint"
 META = "fulmen_meta.pt"
@@ -89,6 +89,7 @@ def read_meta(root: Path) -> dict[str, Any]:
 def deepspeed_reads(root: Path, tag: str) -> Iterator[None]:
     """Check the directory, then let DeepSpeed read it with only safe loads allowed."""
     check_directory(root, tag)
+    manifest.check_complete(root)
     allow = safe_globals()
     try:
         with safety.weights_only_everywhere(allow):
