@@ -44,10 +44,16 @@ class TorchCheckpointIO(CheckpointIO):
                         storage_options: Any | None = None) -> None:
         import torch
 
+        from fulmen.checkpoint import remote
+
+        if remote.is_url(path):
+            return remote.save(checkpoint, path, storage_options)  # type: ignore[arg-type]
+        path = remote.local(path)
         if storage_options is not None:
             raise ConfigurationError(f"TorchCheckpointIO.save_checkpoint got storage_options="
-                                     f"{storage_options!r}; it takes none. Pass your own "
-                                     "CheckpointIO in plugins=[...] to use storage options.")
+                                     f"{storage_options!r} for the local path {str(path)!r}; "
+                                     "storage options apply to URLs (s3://bucket/x.ckpt, ...) "
+                                     "only. Drop them, or pass a URL.")
         from fulmen.checkpoint.atomic import atomic_target
 
         with atomic_target(Path(path)) as tmp, open(tmp, "wb") as handle:
@@ -58,7 +64,12 @@ class TorchCheckpointIO(CheckpointIO):
         return safe_load(path, map_location, weights_only)
 
     def remove_checkpoint(self, path: PathLike) -> None:
-        Path(path).unlink(missing_ok=True)
+        from fulmen.checkpoint import remote
+
+        if remote.is_url(path):
+            return remote.remove(path)  # type: ignore[arg-type]
+        Path(remote.local(path)).unlink(missing_ok=True)
+        return None
 
 
 def safe_load(path: PathLike, map_location: Any | None = None,
@@ -68,9 +79,11 @@ def safe_load(path: PathLike, map_location: Any | None = None,
 
     import torch
 
-    from fulmen.checkpoint import safety
+    from fulmen.checkpoint import remote, safety
 
-    path = Path(path)
+    if remote.is_url(path):
+        return remote.load(path, map_location, weights_only)  # type: ignore[arg-type]
+    path = Path(remote.local(path))
     safety.check_readable(path)
     try:
         return torch.load(path, map_location=map_location or "cpu", weights_only=weights_only)

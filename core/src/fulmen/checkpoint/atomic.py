@@ -21,9 +21,14 @@ _PATTERN = re.compile(r"^\..+\.tmp-(?P<host>[A-Za-z0-9_]+)-(?P<pid>\d+)-\d+$")
 _counter = itertools.count()
 
 
+def temporary_name(name: str) -> str:
+    """A fresh temporary name for a file called ``name``, identifying this process."""
+    return f".{name}.tmp-{_HOST}-{os.getpid()}-{next(_counter)}"
+
+
 def temporary_path(target: Path) -> Path:
     """A fresh temporary name beside ``target`` that identifies this process."""
-    return target.with_name(f".{target.name}.tmp-{_HOST}-{os.getpid()}-{next(_counter)}")
+    return target.with_name(temporary_name(target.name))
 
 
 def _alive(pid: int) -> bool:

@@ -98,7 +98,8 @@ def refusal(path: Path, exc: BaseException, hint: str = "") -> ConfigurationErro
     return unsafe_error(path, exc, hint)
 
 
-def unsafe_error(path: Path, exc: BaseException, hint: str = "") -> UnsafeCheckpointError:
+def unsafe_error(path: Path | str, exc: BaseException, hint: str = ""
+                 ) -> UnsafeCheckpointError:
     name = refused_global(exc)
     lines = [line for line in str(exc).splitlines() if "Unpickler error" in line]
     what = (f"unsafe global {name!r}" if name else
