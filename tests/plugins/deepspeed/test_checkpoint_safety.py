@@ -187,3 +187,20 @@ def test_the_checkpoint_command_inspects_verifies_and_refuses_deepspeed_director
     done = cli("inspect", bad)
     assert done.returncode == 2 and f"'{bad / FILES[0]}' is not a trusted" in done.stderr
     assert not marker.exists()
+
+
+class Opaque:
+    """A harmless object safe loading still refuses (it is not on the allow-list)."""
+
+
+def test_a_caller_who_trusts_the_directory_can_opt_in(good: Path, tmp_path: Path) -> None:
+    from fulmen_deepspeed.consolidate import fp32_state_dict
+
+    odd = tmp_path / "odd.ckpt"
+    shutil.copytree(good, odd)
+    meta = torch.load(odd / "fulmen_meta.pt", weights_only=True)
+    torch.save({**meta, "hyper_parameters": {"thing": Opaque()}}, odd / "fulmen_meta.pt")
+    (odd / "fulmen_manifest.json").unlink()
+    with pytest.raises(ConfigurationError, match=r"unsafe global '.*Opaque'"):
+        fp32_state_dict(odd)
+    assert set(fp32_state_dict(odd, trusted=True)) == {"net.weight", "net.bias"}

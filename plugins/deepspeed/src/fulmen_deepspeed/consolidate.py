@@ -76,9 +76,11 @@ def check_directory(root: Path, tag: str) -> None:
     safety.check_files(files, allow=safe_globals())
 
 
-def read_meta(root: Path) -> dict[str, Any]:
-    """fulmen's ``fulmen_meta.pt`` of a checkpoint directory, loaded safely."""
-    meta = safety.load_file(root / META)
+def read_meta(root: Path, trusted: bool = False) -> dict[str, Any]:
+    """fulmen's ``fulmen_meta.pt`` of a checkpoint directory, loaded safely (``trusted``: as
+    the caller who trusts the files asked, with every Python object)."""
+    meta = torch.load(root / META, map_location="cpu", weights_only=False) if trusted else \
+        safety.load_file(root / META)
     if not isinstance(meta, dict):
         raise ConfigurationError(f"{str(root / META)!r} is not fulmen's checkpoint metadata "
                                  f"(it holds a {type(meta).__name__}, not a dict)")
@@ -86,8 +88,12 @@ def read_meta(root: Path) -> dict[str, Any]:
 
 
 @contextmanager
-def deepspeed_reads(root: Path, tag: str) -> Iterator[None]:
-    """Check the directory, then let DeepSpeed read it with only safe loads allowed."""
+def deepspeed_reads(root: Path, tag: str, trusted: bool = False) -> Iterator[None]:
+    """Check the directory, then let DeepSpeed read it with only safe loads allowed (unless
+    the caller ``trusted`` the files: ``weights_only=False``)."""
+    if trusted:
+        yield
+        return
     check_directory(root, tag)
     manifest.check_complete(root)
     allow = safe_globals()
@@ -99,9 +105,10 @@ def deepspeed_reads(root: Path, tag: str) -> Iterator[None]:
                                  f"a file safe loading refuses ({exc})") from exc
 
 
-def fp32_state_dict(ckpt_dir: str | Path) -> dict[str, torch.Tensor]:
+def fp32_state_dict(ckpt_dir: str | Path, trusted: bool = False) -> dict[str, torch.Tensor]:
     """The consolidated fp32 weights of a checkpoint directory written by DeepSpeedStrategy
-    (or any DeepSpeed ZeRO checkpoint directory with a ``latest`` file)."""
+    (or any DeepSpeed ZeRO checkpoint directory with a ``latest`` file). Read safely unless
+    ``trusted`` (the caller passed ``weights_only=False``)."""
     root = Path(ckpt_dir)
     if not root.is_dir():
         raise ConfigurationError(f"{str(root)!r} is not a directory; a DeepSpeed checkpoint is "
@@ -109,13 +116,14 @@ def fp32_state_dict(ckpt_dir: str | Path) -> dict[str, torch.Tensor]:
                                  "wrote")
     tag = checkpoint_tag(root)
     prefix, stage = "", None
-    with deepspeed_reads(root, tag):
+    with deepspeed_reads(root, tag, trusted):
         if (root / META).is_file():
-            info = read_meta(root).get("fulmen_deepspeed", {})
+            info = read_meta(root, trusted).get("fulmen_deepspeed", {})
             prefix, stage = info.get("prefix", ""), info.get("stage")
         if stage == 0:
             shard = root / tag / "mp_rank_00_model_states.pt"
-            state = safety.load_file(shard, allow=safe_globals())["module"]
+            state = (torch.load(shard, map_location="cpu", weights_only=False) if trusted
+                     else safety.load_file(shard, allow=safe_globals()))["module"]
         else:
             from deepspeed.utils.zero_to_fp32 import get_fp32_state_dict_from_zero_checkpoint
 

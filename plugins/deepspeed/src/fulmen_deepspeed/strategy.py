@@ -328,18 +328,17 @@ class DeepSpeedStrategy(ParallelStrategy):
                                      f"DeepSpeedStrategy wrote (no {META} and {TAG}/ inside)")
         from fulmen_deepspeed.consolidate import deepspeed_reads, read_meta
 
-        if not weights_only:  # the caller trusts the files: DeepSpeed reads them as it likes
-            return self._load_engine_checkpoint(target, torch.load(target / META,
-                                                                   weights_only=False))
-        with deepspeed_reads(target, TAG):
-            return self._load_engine_checkpoint(target, read_meta(target))
+        trusted = not weights_only  # then DeepSpeed reads the files as it likes
+        with deepspeed_reads(target, TAG, trusted):
+            return self._load_engine_checkpoint(target, read_meta(target, trusted), trusted)
 
-    def _load_engine_checkpoint(self, target: Path, meta: dict[str, Any]) -> dict[str, Any]:
+    def _load_engine_checkpoint(self, target: Path, meta: dict[str, Any],
+                                trusted: bool) -> dict[str, Any]:
         info = meta.pop("fulmen_deepspeed")
         if self.engine is None:  # no optimizer here (test, predict): the fp32 weights will do
             from fulmen_deepspeed.consolidate import fp32_state_dict
 
-            weights = fp32_state_dict(target)
+            weights = fp32_state_dict(target, trusted)
             meta.update({key: weights for key in info["modules"]})
             meta.pop("optimizer_states", None)
             return meta
