@@ -7,6 +7,8 @@ registered name per kind, and with ``--detect`` what each detector answers here.
 ``fulmen fit|validate|test|predict --config FILE.yaml`` builds the model, data and trainer from a
 LightningCLI-style config (``model:``/``data:`` with ``class_path`` + ``init_args``,
 ``trainer:`` with the Trainer's flags) and runs the stage; see :mod:`fulmen.run_cli`.
+
+``fulmen checkpoint inspect|verify|diff``: see :mod:`fulmen.checkpoint.tool`.
 """
 
 from __future__ import annotations
@@ -31,12 +33,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         from fulmen.run_cli import run
 
         return run(args_list)
+    if args_list and args_list[0] == "checkpoint":  # fulmen checkpoint inspect|verify|diff
+        from fulmen.checkpoint.tool import main as checkpoint_main
+
+        return checkpoint_main(args_list[1:])
     parser = argparse.ArgumentParser(prog="fulmen", description="fulmen: hardware-agnostic "
                                      "PyTorch training on plugins")
     sub = parser.add_subparsers(dest="command", required=True)
     for stage in STAGES:
         sub.add_parser(stage, help=f"{stage} from a config: fulmen {stage} --config FILE.yaml "
                        f"(fulmen {stage} --help lists every option)", add_help=False)
+    sub.add_parser("checkpoint", help="inspect, verify or diff checkpoints: fulmen checkpoint "
+                   "inspect|verify|diff --help", add_help=False)
     plugins = sub.add_parser("plugins", help="list plugins, registered names and detection")
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
     plugins.add_argument("--detect", action="store_true",

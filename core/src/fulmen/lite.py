@@ -501,7 +501,16 @@ class Lite(SelectionReport):
         for key, target in state.items():
             if key in missing:
                 continue
-            self._restore(target, checkpoint[key], strict, state, key)
+            try:
+                self._restore(target, checkpoint[key], strict, state, key)
+            except RuntimeError as exc:  # module keys or shapes that differ
+                if not isinstance(target, torch.nn.Module):
+                    raise
+                from fulmen.checkpoint.fit import fit_error
+
+                module = target.module if isinstance(target, LiteModule) else target
+                raise fit_error(path, module, checkpoint[key], exc,
+                                what=f"state[{key!r}] ({type(module).__name__})") from exc
         return {k: v for k, v in checkpoint.items() if k not in state}
 
     def load_raw(self, path: Any, obj: torch.nn.Module | torch.optim.Optimizer,

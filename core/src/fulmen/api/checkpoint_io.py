@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,8 @@ class CheckpointIO(Named, ABC):
 
 
 class TorchCheckpointIO(CheckpointIO):
-    """``torch.save`` to a temporary file in the target folder, then an atomic rename."""
+    """``torch.save`` to a temporary file in the target folder, then an atomic rename; the
+    temporary files of a process killed mid-save are removed by the next save there."""
 
     name = "torch"
 
@@ -44,60 +44,56 @@ class TorchCheckpointIO(CheckpointIO):
                         storage_options: Any | None = None) -> None:
         import torch
 
+        from fulmen.checkpoint import remote
+
+        if remote.is_url(path):
+            return remote.save(checkpoint, path, storage_options)  # type: ignore[arg-type]
+        path = remote.local(path)
         if storage_options is not None:
             raise ConfigurationError(f"TorchCheckpointIO.save_checkpoint got storage_options="
-                                     f"{storage_options!r}; it takes none. Pass your own "
-                                     "CheckpointIO in plugins=[...] to use storage options.")
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                torch.save(checkpoint, handle)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+                                     f"{storage_options!r} for the local path {str(path)!r}; "
+                                     "storage options apply to URLs (s3://bucket/x.ckpt, ...) "
+                                     "only. Drop them, or pass a URL.")
+        from fulmen.checkpoint.atomic import atomic_target
+
+        with atomic_target(Path(path)) as tmp, open(tmp, "wb") as handle:
+            torch.save(checkpoint, handle)
 
     def load_checkpoint(self, path: PathLike, map_location: Any | None = None,
                         weights_only: bool = True) -> dict[str, Any]:
         return safe_load(path, map_location, weights_only)
 
     def remove_checkpoint(self, path: PathLike) -> None:
-        Path(path).unlink(missing_ok=True)
+        from fulmen.checkpoint import remote
+
+        if remote.is_url(path):
+            return remote.remove(path)  # type: ignore[arg-type]
+        Path(remote.local(path)).unlink(missing_ok=True)
+        return None
 
 
 def safe_load(path: PathLike, map_location: Any | None = None,
               weights_only: bool = True) -> Any:
     """``torch.load`` (``weights_only`` by default) with errors that say what to do."""
     import pickle
-    import zipfile
 
     import torch
 
-    path = Path(path)
-    if not path.exists():
-        raise ConfigurationError(f"checkpoint {str(path)!r} does not exist")
-    if path.is_dir():
-        raise ConfigurationError(f"checkpoint {str(path)!r} is a directory; this strategy "
-                                 "reads single-file checkpoints")
-    with open(path, "rb") as handle:
-        head = handle.read(1)
-    if not zipfile.is_zipfile(path) and head != b"\x80":  # torch.save: zip, or legacy pickle
-        raise ConfigurationError(f"checkpoint {str(path)!r} is not a torch checkpoint (it was "
-                                 "not written by torch.save)")
+    from fulmen.checkpoint import remote, safety
+
+    if remote.is_url(path):
+        return remote.load(path, map_location, weights_only)  # type: ignore[arg-type]
+    path = Path(remote.local(path))
+    safety.check_readable(path)
     try:
         return torch.load(path, map_location=map_location or "cpu", weights_only=weights_only)
     except pickle.UnpicklingError as exc:
         if not weights_only:
-            raise ConfigurationError(f"checkpoint {str(path)!r} is not a torch checkpoint: "
-                                     f"{exc}") from exc
-        first = str(exc).split(". ")[0]
-        raise ConfigurationError(
-            f"checkpoint {str(path)!r} holds Python objects that safe loading refuses "
-            f"({first}). If you trust the file, load it with weights_only=False (for example "
-            "trainer.fit(model, ckpt_path=..., weights_only=False))."
-        ) from exc
-    except (RuntimeError, EOFError, ValueError) as exc:
-        raise ConfigurationError(f"checkpoint {str(path)!r} is not a torch checkpoint: "
-                                 f"{type(exc).__name__}: {exc}") from exc
+            raise safety.damage_error(path, exc) from exc
+        raise safety.refusal(path, exc, TRUST_HINT) from exc
+    except (RuntimeError, EOFError, ValueError, OSError) as exc:
+        raise safety.damage_error(path, exc) from exc
+
+
+TRUST_HINT = (" If you trust the file, load it with weights_only=False (for example "
+              "trainer.fit(model, ckpt_path=..., weights_only=False)).")

@@ -69,8 +69,9 @@ def load_state_into(module: torch.nn.Module, state: dict[str, Any], strict: bool
     try:
         module.load_state_dict(state, strict=strict)
     except RuntimeError as exc:  # shapes that differ
-        raise ConfigurationError(f"checkpoint {path!r} does not fit {type(module).__name__}: "
-                                 f"{exc}") from exc
+        from fulmen.checkpoint.fit import fit_error
+
+        raise fit_error(path, module, state, exc, strict=strict) from exc
 
 
 def _few(keys: list[str]) -> str:

@@ -643,6 +643,7 @@ class Trainer(SelectionReport):
 
     def _dump_checkpoint(self, weights_only: bool = False) -> dict[str, Any]:
         import fulmen
+        from fulmen.checkpoint import manifest
         from fulmen.seed import rng_states
 
         assert self.module is not None
@@ -652,6 +653,8 @@ class Trainer(SelectionReport):
             "global_step": self.global_step,
             "state_dict": self.strategy.module_state_dict(),
             "hyper_parameters": dict(self.module.hparams),
+            manifest.KEY: manifest.origin(self.strategy.name, self.world_size, self.num_nodes,
+                                          str(self.precision)),
         }
         if not weights_only:
             checkpoint.update({
@@ -716,8 +719,9 @@ class Trainer(SelectionReport):
         try:
             self.strategy.load_module_state_dict(checkpoint["state_dict"])
         except RuntimeError as exc:  # shapes that differ
-            raise ConfigurationError(f"checkpoint {path!r} does not fit "
-                                     f"{type(self.module).__name__}: {exc}") from exc
+            from fulmen.checkpoint.fit import fit_error
+
+            raise fit_error(path, self.module, checkpoint["state_dict"], exc) from exc
         if stage != "fit":
             return None
         ckpt.require_fulmen_format(checkpoint, path)

@@ -310,6 +310,11 @@ class DeepSpeedStrategy(ParallelStrategy):
             self.engine.save_checkpoint(str(staging), tag=TAG)
             if self.is_global_zero:
                 torch.save(meta, staging / META)
+            self.barrier("deepspeed-manifest")  # every rank's shards are on disk: sum them
+            if self.is_global_zero:
+                from fulmen.checkpoint import manifest
+
+                manifest.write_directory_manifest(staging, meta.get(manifest.KEY))
         return None
 
     def load_checkpoint(self, path: Any, weights_only: bool = True) -> dict[str, Any]:
@@ -319,12 +324,19 @@ class DeepSpeedStrategy(ParallelStrategy):
         if not (target / META).is_file() or not (target / TAG).is_dir():
             raise ConfigurationError(f"checkpoint {str(target)!r} is a directory but not one "
                                      f"DeepSpeedStrategy wrote (no {META} and {TAG}/ inside)")
-        meta = torch.load(target / META, map_location="cpu", weights_only=weights_only)
+        from fulmen_deepspeed.consolidate import deepspeed_reads, read_meta
+
+        trusted = not weights_only  # then DeepSpeed reads the files as it likes
+        with deepspeed_reads(target, TAG, trusted):
+            return self._load_engine_checkpoint(target, read_meta(target, trusted), trusted)
+
+    def _load_engine_checkpoint(self, target: Path, meta: dict[str, Any],
+                                trusted: bool) -> dict[str, Any]:
         info = meta.pop("fulmen_deepspeed")
         if self.engine is None:  # no optimizer here (test, predict): the fp32 weights will do
             from fulmen_deepspeed.consolidate import fp32_state_dict
 
-            weights = fp32_state_dict(target)
+            weights = fp32_state_dict(target, trusted)
             meta.update({key: weights for key in info["modules"]})
             meta.pop("optimizer_states", None)
             return meta

@@ -213,7 +213,12 @@ class FSDPStrategy(ParallelStrategy):
                                       for i, o in enumerate(self.optimizers)}}
         if "optimizer_states" not in meta.get("loops", {}) and not self.optimizers:
             state.pop("optimizer_states")
-        dcp.load(state, checkpoint_id=str(target))
+        if weights_only:  # nothing in the directory may run code (DCP's loader would let it)
+            from fulmen.checkpoint.reading import safe_dcp_load
+
+            safe_dcp_load(state, target)
+        else:
+            dcp.load(state, checkpoint_id=str(target))
         meta["state_dict"] = state["state_dict"]
         if "optimizer_states" in state:
             meta["optimizer_states"] = [state["optimizer_states"][i]

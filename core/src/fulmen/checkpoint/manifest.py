@@ -1,0 +1,135 @@
+"""Where a checkpoint came from, and checksums that prove its files are whole.
+
+A checkpoint dict carries ``fulmen_manifest`` (:func:`origin`: fulmen and torch versions,
+strategy, world size, nodes, precision). A checkpoint *directory* also holds
+``fulmen_manifest.json``: the origin plus the size and sha256 of every file. A single file
+needs no sidecar: torch.save stores a CRC-32 for each record of its zip, which
+:func:`verify` checks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+KEY = "fulmen_manifest"
+FILE = "fulmen_manifest.json"
+FORMAT = 1
+
+
+def origin(strategy: str, world_size: int, num_nodes: int, precision: str) -> dict[str, Any]:
+    """The facts a checkpoint records about the run that wrote it."""
+    import torch
+
+    import fulmen
+
+    return {"format": FORMAT, "fulmen": fulmen.__version__, "torch": str(torch.__version__),
+            "strategy": strategy, "world_size": world_size, "num_nodes": num_nodes,
+            "precision": precision}
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 24):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def directory_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.name != FILE)
+
+
+def write_directory_manifest(root: Path, facts: dict[str, Any] | None) -> Path:
+    """Write ``root/fulmen_manifest.json``: ``facts`` plus size and sha256 of every file."""
+    files = {p.relative_to(root).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256(p)}
+             for p in directory_files(root)}
+    target = root / FILE
+    target.write_text(json.dumps({**(facts or {}), "files": files}, indent=1, sort_keys=True))
+    return target
+
+
+def read_directory_manifest(root: Path) -> dict[str, Any] | None:
+    path = root / FILE
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{str(path)!r} is not valid JSON ({exc})") from exc
+    return data if isinstance(data, dict) else None
+
+
+def verify(path: str | Path) -> list[str]:
+    """Problems found in the checkpoint at ``path`` (empty when it is whole): for a file, each
+    zip record's CRC; for a directory, its manifest's sizes and sha256 sums, missing and
+    unlisted files, and the CRCs of its torch files."""
+    path = Path(path)
+    if not path.exists():
+        return [f"{str(path)!r} does not exist"]
+    if path.is_file():
+        return _verify_file(path)
+    try:
+        manifest = read_directory_manifest(path)
+    except ValueError as exc:
+        return [str(exc)]
+    problems = []
+    if manifest is None:
+        problems.append(f"{str(path)!r} has no {FILE}: its files cannot be checked against "
+                        "checksums (only their internal CRCs)")
+    listed = (manifest or {}).get("files", {})
+    present = {p.relative_to(path).as_posix(): p for p in directory_files(path)}
+    for name, entry in sorted(listed.items()):
+        file = present.get(name)
+        if file is None:
+            problems.append(f"{str(path / name)!r} is missing (listed in {FILE})")
+        elif file.stat().st_size != entry.get("bytes"):
+            problems.append(f"{str(file)!r} has {file.stat().st_size} bytes, the manifest "
+                            f"says {entry.get('bytes')}: truncated or replaced")
+        elif sha256(file) != entry.get("sha256"):
+            problems.append(f"{str(file)!r} does not match its sha256 in {FILE}: corrupt or "
+                            "modified")
+    if manifest is not None:
+        problems += [f"{str(file)!r} is not listed in {FILE} (from another checkpoint?)"
+                     for name, file in sorted(present.items()) if name not in listed]
+    for name, file in sorted(present.items()):
+        if name not in listed and zipfile.is_zipfile(file):
+            problems += _verify_file(file)
+    return problems
+
+
+def _verify_file(path: Path) -> list[str]:
+    from fulmen.checkpoint.safety import damaged_record
+
+    with open(path, "rb") as handle:
+        head = handle.read(4)
+    if head[:1] == b"\x80":
+        return []  # a legacy (non-zip) torch file has no checksums to check
+    if not zipfile.is_zipfile(path):
+        return [f"{str(path)!r} is truncated or corrupt: it is not a complete torch.save zip "
+                f"({path.stat().st_size} bytes)"]
+    bad = damaged_record(path)
+    return [f"{str(path)!r} is corrupt: record {bad!r} fails its CRC check"] if bad else []
+
+
+def check_complete(root: Path) -> None:
+    """Raise when a file the directory's manifest lists is missing or has another size (a
+    cheap check before loading; ``fulmen checkpoint verify`` also compares sha256 sums)."""
+    from fulmen.checkpoint.safety import CorruptCheckpointError
+
+    try:
+        listed = (read_directory_manifest(root) or {}).get("files", {})
+    except ValueError as exc:
+        raise CorruptCheckpointError(str(exc)) from exc
+    for name, entry in sorted(listed.items()):
+        file = root / name
+        if not file.is_file():
+            raise CorruptCheckpointError(f"checkpoint {str(root)!r} is incomplete: "
+                                         f"{str(file)!r} is missing (listed in {FILE})")
+        if file.stat().st_size != entry.get("bytes"):
+            raise CorruptCheckpointError(
+                f"checkpoint file {str(file)!r} has {file.stat().st_size} bytes, {FILE} says "
+                f"{entry.get('bytes')}: it is truncated or corrupt")

@@ -1,0 +1,87 @@
+"""Saves are atomic: a process SIGKILLed in the middle of a ModelCheckpoint save leaves the
+earlier checkpoints intact and only a temporary file named after its pid, which the next save
+into that folder removes; an exception during a save leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from processes import clean_environment
+from tiny_models import TinyModule, lean, loader
+
+import fulmen
+from fulmen.api.checkpoint_io import TorchCheckpointIO
+from fulmen.callbacks import ModelCheckpoint
+from fulmen.checkpoint import atomic
+
+pytestmark = pytest.mark.timeout(120)
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+def test_a_save_killed_midway_leaves_old_checkpoints_and_a_temp_the_next_save_removes(
+        tmp_path: Path) -> None:
+    dirpath = tmp_path / "ckpt"
+    child = subprocess.Popen(
+        [sys.executable, str(SCRIPTS / "slow_save.py"), "--out", str(tmp_path), "--dirpath",
+         str(dirpath)], env={**clean_environment([SCRIPTS]), "OMP_NUM_THREADS": "1"},
+        start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 90
+        while not (tmp_path / "saving").exists():
+            assert child.poll() is None, child.stderr.read().decode()[-3000:]  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, "the third save never started"
+            time.sleep(0.05)
+        leftovers = [p for p in dirpath.iterdir() if p.name.startswith(".")]
+        os.killpg(child.pid, signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait(timeout=30)
+    assert len(leftovers) == 1, leftovers
+    assert re.fullmatch(rf"\.epoch=0-step=3\.ckpt\.tmp-{atomic._HOST}-{child.pid}-\d+",
+                        leftovers[0].name), leftovers
+    assert sorted(p.name for p in dirpath.iterdir() if not p.name.startswith(".")) == \
+        ["epoch=0-step=1.ckpt", "epoch=0-step=2.ckpt"]
+    assert leftovers[0].exists()  # what a killed save leaves ...
+    assert torch.load(dirpath / "epoch=0-step=2.ckpt", weights_only=True)["global_step"] == 2
+
+    trainer = fulmen.Trainer(**{**lean(max_epochs=1, limit_train_batches=1),
+                                "enable_checkpointing": True},
+                             callbacks=[ModelCheckpoint(dirpath=dirpath, filename="next")])
+    trainer.fit(TinyModule(), loader(16))
+    assert not leftovers[0].exists()  # ... the next save in that folder removes
+    assert sorted(p.name for p in dirpath.iterdir()) == \
+        ["epoch=0-step=1.ckpt", "epoch=0-step=2.ckpt", "next.ckpt"]
+
+
+def test_temporaries_of_live_processes_and_other_hosts_are_kept(tmp_path: Path) -> None:
+    mine = tmp_path / f".a.ckpt.tmp-{atomic._HOST}-{os.getpid()}-7"
+    other_host = tmp_path / ".a.ckpt.tmp-elsewhere-999999999-0"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    gone = tmp_path / f".b.ckpt.tmp-{atomic._HOST}-{dead}-0"
+    for path in (mine, other_host, gone):
+        path.write_bytes(b"partial")
+    TorchCheckpointIO().save_checkpoint({"a": torch.ones(2)}, tmp_path / "c.ckpt")
+    assert mine.exists() and other_host.exists() and not gone.exists()
+
+
+class Unpicklable:
+    def __reduce__(self) -> str:
+        raise RuntimeError("cannot save this")
+
+
+def test_a_failed_save_removes_its_temporary_and_keeps_the_old_file(tmp_path: Path) -> None:
+    io = TorchCheckpointIO()
+    io.save_checkpoint({"v": torch.zeros(3)}, tmp_path / "x.ckpt")
+    with pytest.raises(RuntimeError, match="cannot save this"):
+        io.save_checkpoint({"v": Unpicklable()}, tmp_path / "x.ckpt")
+    assert [p.name for p in tmp_path.iterdir()] == ["x.ckpt"]
+    assert torch.equal(io.load_checkpoint(tmp_path / "x.ckpt")["v"], torch.zeros(3))
