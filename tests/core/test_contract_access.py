@@ -48,6 +48,9 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("strategies/src/fulmen_strategies/ddp/strategy.py", "_rebuild_buckets"):
         "torch's DDP reducer has no public way to prepare a backward run inside the wrapped "
         "forward (manual optimization; Lightning's DDP strategy relies on the same reducer)",
+    ("core/src/fulmen/checkpoint/reading.py", "_get_layout"):
+        "DCP metadata pickles name torch.serialization._get_layout for tensor layouts; the safe "
+        "unpickler allows exactly that function (torch's own weights_only loader does too)",
     ("core/src/fulmen/hang.py", "_current_frames"):
         "sys._current_frames: the interpreter's documented way to read the main thread's stack "
         "from the hang doctor's thread",
