@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from fulmen import compiling
+from fulmen import arguments, compiling
 from fulmen.apply import apply_to_tensors
 from fulmen.connector import SelectionReport, select
 from fulmen.errors import ConfigurationError, FulmenError
@@ -79,6 +79,7 @@ class Lite(SelectionReport):
     included) and composes the same plugins the same way.
     """
 
+    @arguments.suggest_unknown_keywords("Lite")
     def __init__(
         self,
         accelerator: Any = "auto",
@@ -92,6 +93,8 @@ class Lite(SelectionReport):
         gpus: Any = None,
         tpu_cores: Any = None,
     ) -> None:
+        arguments.check_selection("Lite", accelerator=accelerator, strategy=strategy,
+                                  devices=devices)
         self._selection = select("Lite", accelerator=accelerator, strategy=strategy,
                                  devices=devices, num_nodes=num_nodes, precision=precision,
                                  plugins=plugins, gpus=gpus, tpu_cores=tpu_cores)

@@ -36,6 +36,12 @@ class CPUAccelerator(Accelerator):
                 "the number of processes to run. Valid: a positive int (2), a string count ('2') "
                 f"or 'auto' (1). This machine has {os.cpu_count()} cores."
             )
+        cores = os.cpu_count() or 1
+        if count > max(64, 16 * cores):
+            raise ConfigurationError(
+                f"devices={devices!r} on the CPU would start {count} processes on a machine with "
+                f"{cores} cores; at most {max(64, 16 * cores)} are accepted here. Give the number "
+                "of processes to run (usually at most the number of cores)")
         return list(range(count))
 
     @classmethod

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from fulmen import compiling, profilers
+from fulmen import arguments, compiling, profilers
 from fulmen.api import RunConfig
 from fulmen.callbacks.base import Callback
 from fulmen.connector import SelectionReport, select
@@ -43,6 +43,7 @@ class Trainer(SelectionReport):
     ``FulmenDeprecationWarning`` that shows the current spelling.
     """
 
+    @arguments.suggest_unknown_keywords("Trainer")
     def __init__(
         self,
         *,
@@ -85,6 +86,18 @@ class Trainer(SelectionReport):
         tpu_cores: Any = None,
         replace_sampler_ddp: bool | None = None,
     ) -> None:
+        arguments.check_selection("Trainer", accelerator=accelerator, strategy=strategy,
+                                  devices=devices)
+        arguments.check_bool("Trainer", {
+            "benchmark": benchmark, "deterministic": deterministic, "detect_anomaly":
+            detect_anomaly, "sync_batchnorm": sync_batchnorm, "enable_checkpointing":
+            enable_checkpointing, "enable_progress_bar": enable_progress_bar,
+            "enable_model_summary": enable_model_summary}, optional=("benchmark", "deterministic"),
+            also={"deterministic": ("warn",)})
+        arguments.check_number("Trainer", "gradient_clip_val", gradient_clip_val, minimum=0)
+        arguments.check_number("Trainer", "val_check_interval", val_check_interval)
+        arguments.check_path("Trainer", "default_root_dir", default_root_dir)
+        arguments.check_epochs("Trainer", min_epochs, max_epochs)
         self._selection = select("Trainer", accelerator=accelerator, strategy=strategy,
                                  devices=devices, num_nodes=num_nodes, precision=precision,
                                  plugins=plugins, gpus=gpus, tpu_cores=tpu_cores)
@@ -782,9 +795,21 @@ def _parse_max_time(value: Any) -> float | None:
     if value is None:
         return None
     if isinstance(value, timedelta):
+        if value.total_seconds() <= 0:
+            raise ConfigurationError(f"Trainer(max_time={value!r}): a time limit must be "
+                                     "positive")
         return value.total_seconds()
     if isinstance(value, dict):
-        return timedelta(**value).total_seconds()
+        try:
+            seconds = timedelta(**value).total_seconds()
+        except TypeError as exc:
+            raise ConfigurationError(f"Trainer(max_time={value!r}): {exc}; the keys are "
+                                     "datetime.timedelta's: days, hours, minutes, seconds, "
+                                     "weeks") from None
+        if seconds <= 0:
+            raise ConfigurationError(f"Trainer(max_time={value!r}): a time limit must be "
+                                     "positive")
+        return seconds
     if isinstance(value, str):
         parts = value.split(":")
         if len(parts) == 4 and all(p.isdigit() for p in parts):
