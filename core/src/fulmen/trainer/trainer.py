@@ -443,7 +443,7 @@ class Trainer(SelectionReport):
         or once per job (global rank 0) where ``prepare_data_per_node = False``."""
         from fulmen.datamodule import DataModule
 
-        owners: list[tuple[Any, type]] = [(self.datamodule, DataModule), (self.module, Module)]
+        owners: list[tuple[Any, Any]] = [(self.datamodule, DataModule), (self.module, Module)]
         for owner, base in owners:
             if owner is None or type(owner).prepare_data is base.prepare_data:
                 continue
