@@ -509,7 +509,7 @@ class Trainer(SelectionReport):
 
     def _configure_optimizers(self, model: Module) -> None:
         self.optimizers, self._lr_scheduler_configs = parse_optimizers(
-            model.configure_optimizers())
+            model.configure_optimizers(), model.automatic_optimization)
         _check_optimizers_cover(model, self.optimizers)
         self.optimizers = self.strategy.setup_optimizers(self.optimizers)
         if model.automatic_optimization and len(self.optimizers) > 1:
