@@ -386,10 +386,10 @@ class Trainer(SelectionReport):
         self.strategy.setup_environment()
         for lg in self.loggers:  # every rank must agree on the run directory
             lg.set_version(self.strategy.broadcast(lg.version))
-        self._prepare_data()
         callbacks_from_model = _as_list(model.configure_callbacks(), Callback,
                                         "configure_callbacks()")
         self.callbacks = _merge_callbacks(self.callbacks, callbacks_from_model)
+        self._prepare_data()  # after configure_callbacks, as Lightning
         self._hooks = HookTable(self, model, self.callbacks)
         try:
             if datamodule is not None:
