@@ -11,6 +11,10 @@ Deliberate differences from Lightning (also in docs/migrating.md):
   (``forward``, ``train``, ``zero_grad``) and the ``*_dataloader`` calls are not recorded:
   fulmen resolves every dataloader when a stage starts. ``backward`` is not a module hook.
 - ``dataloader_idx`` is passed to batch hooks only with several dataloaders (as Lightning).
+- On a resume, ``configure_optimizers`` runs before ``on_load_checkpoint`` (Lightning calls it
+  after): the checkpoint is read once, after the optimizers exist, so sharded strategies can
+  load their optimizer state from the same read. ``Callback.state_dict``/``load_state_dict``
+  are not recorded.
 - ModelCheckpoint is turned off, so no checkpoint hooks run at the end of the epoch; the
   checkpoint hooks are covered by the resume tests.
 """
@@ -182,7 +186,7 @@ def _trainer(callback: fulmen.Callback, **flags: Any) -> fulmen.Trainer:
 
 
 def _start(stage: str) -> list[dict[str, Any]]:
-    return [{"name": "prepare_data"}, {"name": "configure_callbacks"},
+    return [{"name": "configure_callbacks"}, {"name": "prepare_data"},
             {"name": "Callback.setup"}, {"name": "setup", "args": (stage,)},
             {"name": "configure_model"}]
 

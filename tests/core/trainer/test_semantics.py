@@ -231,3 +231,46 @@ def test_datamodule_transfer_hooks_win_and_eval_restores_submodule_modes() -> No
             return super().training_step(batch, batch_idx)
 
     fulmen.Trainer(**lean(max_epochs=2)).fit(Checks(), datamodule=Data())
+
+
+def test_min_steps_outlasts_early_stopping_and_overfit_batches_repeats_the_same_batches() -> None:
+    class StopsAtOnce(TinyModule):
+        def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
+            self.trainer.should_stop = True
+
+    trainer = _fit(StopsAtOnce(), max_epochs=5, min_steps=6)
+    assert trainer.global_step == 6
+
+    seen: list[torch.Tensor] = []
+
+    class Records(TinyModule):
+        def training_step(self, batch: Any, batch_idx: int) -> Any:
+            seen.append(batch[0].clone())
+            return super().training_step(batch, batch_idx)
+
+    trainer = fulmen.Trainer(**lean(max_epochs=2, overfit_batches=2))
+    with pytest.warns(UserWarning, match="turns off the shuffling"):
+        trainer.fit(Records(), loader(n=32, batch_size=8, shuffle=True))
+    assert len(seen) == 4 and torch.equal(seen[0], seen[2]) and torch.equal(seen[1], seen[3])
+
+
+@pytest.mark.parametrize("flag, value, instead", [
+    ("barebones", True, "enable_checkpointing=False"),
+    ("reload_dataloaders_every_n_epochs", 1, "on_train_epoch_start"),
+    ("model_registry", "me/model", "save_checkpoint")])
+def test_unimplemented_lightning_flags_are_refused_with_the_alternative(
+        flag: str, value: Any, instead: str) -> None:
+    with pytest.raises(ConfigurationError, match=rf"Trainer\({flag}=.*not implemented.*{instead}"):
+        fulmen.Trainer(**{flag: value})
+
+
+def test_inference_mode_in_test_and_no_grad_when_turned_off() -> None:
+    modes: list[bool] = []
+
+    class Sees(TinyModule):
+        def test_step(self, batch: Any, batch_idx: int) -> None:
+            modes.append(torch.is_inference_mode_enabled())
+
+    fulmen.Trainer(**lean()).test(Sees(), loader(n=8), verbose=False)
+    fulmen.Trainer(**lean(inference_mode=False)).test(Sees(), loader(n=8), verbose=False)
+    assert modes == [True, False]

@@ -72,3 +72,22 @@ def seed_workers(loader: Any, rank: int) -> None:
         from fulmen.seed import worker_init_fn
 
         loader.worker_init_fn = functools.partial(worker_init_fn, rank=rank)
+
+
+def without_shuffle(loader: Any) -> Any:
+    """``overfit_batches``: the same batches every epoch. A ``DataLoader`` that shuffles is
+    rebuilt with a sequential sampler (with a warning, as Lightning)."""
+    import warnings
+
+    from torch.utils.data import DataLoader, RandomSampler
+
+    if not isinstance(loader, DataLoader) or not isinstance(loader.sampler, RandomSampler) \
+            or loader.batch_size is None:
+        return loader
+    warnings.warn("overfit_batches turns off the shuffling of the training dataloader",
+                  stacklevel=3)
+    return DataLoader(loader.dataset, batch_size=loader.batch_size, shuffle=False,
+                      num_workers=loader.num_workers, collate_fn=loader.collate_fn,
+                      pin_memory=loader.pin_memory, drop_last=loader.drop_last,
+                      timeout=loader.timeout, worker_init_fn=loader.worker_init_fn,
+                      persistent_workers=loader.persistent_workers)

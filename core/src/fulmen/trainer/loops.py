@@ -130,8 +130,10 @@ def fit(trainer: Trainer, loaders: dict[str, Any]) -> None:
     if len(train_loaders) > 1:
         raise ConfigurationError(f"trainer.fit got {len(train_loaders)} training dataloaders; "
                                  "combine them into one (e.g. a ConcatDataset)")
-    train = strategy.process_dataloader(train_loaders[0], "train",
-                                        trainer.use_distributed_sampler)
+    first = train_loaders[0]
+    if trainer.overfit_batches:
+        first = data.without_shuffle(first)
+    train = strategy.process_dataloader(first, "train", trainer.use_distributed_sampler)
     data.seed_workers(train, trainer.global_rank)
     n_batches = data.num_batches(train, trainer.limit_train_batches, "train")
     trainer.num_training_batches = n_batches
@@ -176,8 +178,8 @@ def fit(trainer: Trainer, loaders: dict[str, Any]) -> None:
         total = _train_epoch(trainer, train, n_batches, val, val_every, total, resume,
                              restore.get("rng_states"))
         restore, loop_state, mid_epoch = {}, {}, False
-        if trainer.should_stop and trainer.current_epoch + 1 < trainer.min_epochs:
-            trainer.should_stop = False  # min_epochs wins over early stopping
+        if trainer.should_stop and not _minimum_reached(trainer):
+            trainer.should_stop = False  # min_epochs/min_steps win over early stopping
         if _out_of_time(trainer):
             trainer.should_stop = True
         trainer.current_epoch += 1
@@ -345,7 +347,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
         total += 1
         if (0 <= trainer.max_steps <= trainer.global_step) or (timed and _out_of_time(trainer)):
             trainer.should_stop = True
-        if trainer.should_stop and trainer.current_epoch + 1 >= trainer.min_epochs:
+        if trainer.should_stop and _minimum_reached(trainer):
             break
     ran_batches = batches.completed - start
     if automatic and ran_batches and losses == 0:
@@ -355,6 +357,11 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
                       stacklevel=2)
     _end_train_epoch(trainer, results)
     return total
+
+
+def _minimum_reached(trainer: Trainer) -> bool:
+    return trainer.current_epoch + 1 >= trainer.min_epochs and \
+        trainer.global_step >= trainer.min_steps
 
 
 def _overridden(module: Module, name: str) -> bool:
@@ -498,7 +505,7 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
     hooks(f"on_{prefix}_start")
     hooks(f"on_{prefix}_epoch_start")
     logged_steps = 0  # Lightning's step axis for eval on_step values: batches in this run
-    with torch.no_grad():
+    with _no_grad(trainer):
         for dl_idx, (loader, count) in enumerate(zip(loaders, counts)):
             results.dataloader_suffix = f"/dataloader_idx_{dl_idx}" if len(loaders) > 1 else ""
             extra = (dl_idx,) if pass_idx else ()
@@ -533,6 +540,19 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
         for submodule, mode in modes.items():
             submodule.training = mode
     return _split_by_loader(finished, len(loaders))
+
+
+def _no_grad(trainer: Trainer) -> Any:
+    """``torch.inference_mode`` (``Trainer(inference_mode=True)``, the default) or
+    ``torch.no_grad`` for evaluation and prediction. Inside fit, validation uses no_grad so
+    tensors it creates can still meet training ones; over gloo, whose collectives refuse
+    inference tensors, no_grad too (as Lightning)."""
+    import torch.distributed as dist
+
+    gloo = dist.is_available() and dist.is_initialized() and dist.get_backend() == "gloo"
+    if trainer.inference_mode and trainer.state != "fit" and not gloo:
+        return torch.inference_mode()
+    return torch.no_grad()
 
 
 def _takes_dataloader_idx(step: Any) -> bool:
@@ -589,7 +609,7 @@ def predict(trainer: Trainer, explicit: Any, return_predictions: bool = True) ->
     results = trainer._results = trainer._new_results("predict")  # so self.log can refuse
     hooks("on_predict_start")
     hooks("on_predict_epoch_start")
-    with torch.no_grad():
+    with _no_grad(trainer):
         for dl_idx, (loader, count) in enumerate(zip(loaders, counts)):
             outputs: list[Any] = []
             extra = (dl_idx,) if pass_idx else ()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,7 @@ class LRSchedulerConfig:
     monitor: str | None = None
     strict: bool = True
     name: str | None = None
+    timing_keys: tuple[str, ...] = ()  # which of interval/frequency/monitor/strict were given
 
     @property
     def needs_metric(self) -> bool:
@@ -34,8 +36,28 @@ def _is_optimizer(obj: Any) -> bool:
     return isinstance(obj, torch.optim.Optimizer)
 
 
-def parse_optimizers(result: Any) -> tuple[list[Any], list[LRSchedulerConfig]]:
-    """Normalise the return value of ``configure_optimizers``."""
+def parse_optimizers(result: Any, automatic: bool = True
+                     ) -> tuple[list[Any], list[LRSchedulerConfig]]:
+    """Normalise the return value of ``configure_optimizers``. Under manual optimization
+    (``automatic=False``) the user steps the schedulers: the keys that say when are ignored
+    with a warning, and ReduceLROnPlateau needs no ``monitor``."""
+    optimizers, configs = _parse(result)
+    if not automatic:
+        for config in configs:
+            if config.timing_keys:
+                warnings.warn(f"the lr scheduler dict sets {list(config.timing_keys)}, which "
+                              "manual optimization ignores: call lr_scheduler.step() yourself "
+                              "in training_step or a hook", RuntimeWarning, stacklevel=3)
+    if automatic:
+        for config in configs:
+            if config.needs_metric and not config.monitor:
+                raise ConfigurationError(
+                    f"configure_optimizers returned {_short(result)}: ReduceLROnPlateau needs "
+                    f"'monitor': the name of a logged metric. Return {_FORMS}.")
+    return optimizers, configs
+
+
+def _parse(result: Any) -> tuple[list[Any], list[LRSchedulerConfig]]:
     def bad(why: str) -> ConfigurationError:
         return ConfigurationError(f"configure_optimizers returned {_short(result)}: {why}. "
                                   f"Return {_FORMS}.")
@@ -86,6 +108,8 @@ def _scheduler_config(obj: Any, bad: Callable[[str], Exception]) -> LRSchedulerC
             raise bad(f"a scheduler dict needs 'scheduler' and may have interval, frequency, "
                       f"monitor, strict, name (got {sorted(obj)})")
         config = LRSchedulerConfig(**obj)
+        config.timing_keys = tuple(sorted(set(obj) & {"interval", "frequency", "monitor",
+                                                      "strict"}))
     else:
         config = LRSchedulerConfig(obj)
     if not hasattr(config.scheduler, "step") or not hasattr(config.scheduler, "state_dict"):
@@ -95,8 +119,6 @@ def _scheduler_config(obj: Any, bad: Callable[[str], Exception]) -> LRSchedulerC
     if isinstance(config.frequency, bool) or not isinstance(config.frequency, int) or \
             config.frequency < 1:
         raise bad(f"frequency={config.frequency!r} must be a positive int")
-    if config.needs_metric and not config.monitor:
-        raise bad("ReduceLROnPlateau needs 'monitor': the name of a logged metric")
     return config
 
 

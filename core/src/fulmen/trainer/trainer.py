@@ -58,11 +58,13 @@ class Trainer(SelectionReport):
         max_epochs: int | None = None,
         min_epochs: int | None = None,
         max_steps: int = -1,
+        min_steps: int | None = None,
         max_time: str | timedelta | dict[str, int] | None = None,
         limit_train_batches: int | float | None = None,
         limit_val_batches: int | float | None = None,
         limit_test_batches: int | float | None = None,
         limit_predict_batches: int | float | None = None,
+        overfit_batches: int | float = 0.0,
         val_check_interval: int | float | None = None,
         check_val_every_n_epoch: int | None = 1,
         num_sanity_val_steps: int = 2,
@@ -82,6 +84,12 @@ class Trainer(SelectionReport):
         default_root_dir: str | Path | None = None,
         use_distributed_sampler: bool = True,
         sync_batchnorm: bool = False,
+        inference_mode: bool = True,
+        barebones: bool = False,
+        reload_dataloaders_every_n_epochs: int = 0,
+        enable_autolog_hparams: bool = True,
+        model_registry: str | None = None,
+        suggest_integrations: bool = True,
         gpus: Any = None,
         tpu_cores: Any = None,
         replace_sampler_ddp: bool | None = None,
@@ -107,6 +115,10 @@ class Trainer(SelectionReport):
         _check_int("max_epochs", max_epochs, minimum=-1, optional=True)
         _check_int("min_epochs", min_epochs, minimum=0, optional=True)
         _check_int("max_steps", max_steps, minimum=-1)
+        _check_int("min_steps", min_steps, minimum=0, optional=True)
+        _refuse_unsupported(barebones=barebones,
+                            reload_dataloaders_every_n_epochs=reload_dataloaders_every_n_epochs,
+                            model_registry=model_registry)
         _check_int("accumulate_grad_batches", accumulate_grad_batches, minimum=1)
         _check_int("log_every_n_steps", log_every_n_steps, minimum=1)
         _check_int("num_sanity_val_steps", num_sanity_val_steps, minimum=-1)
@@ -131,6 +143,10 @@ class Trainer(SelectionReport):
         self.limit_test_batches = data.check_limit("limit_test_batches", limit_test_batches)
         self.limit_predict_batches = data.check_limit("limit_predict_batches",
                                                       limit_predict_batches)
+        overfit = data.check_limit("overfit_batches", overfit_batches)
+        self.overfit_batches = overfit or 0.0
+        if self.overfit_batches:  # Lightning: that many train and val batches, no shuffling
+            self.limit_train_batches = self.limit_val_batches = self.overfit_batches
         if self.fast_dev_run:
             n = self.fast_dev_run
             self.limit_train_batches = self.limit_val_batches = n
@@ -143,6 +159,10 @@ class Trainer(SelectionReport):
         self.max_epochs = -1 if max_epochs is None else max_epochs
         self.min_epochs = min_epochs or 0
         self.max_steps = max_steps
+        self.min_steps = min_steps or 0
+        self.inference_mode = inference_mode
+        self.enable_autolog_hparams = enable_autolog_hparams
+        self.suggest_integrations = suggest_integrations  # fulmen prints no suggestions
         self.max_time = _parse_max_time(max_time)
         self.val_check_interval = val_check_interval
         self.check_val_every_n_epoch = check_val_every_n_epoch
@@ -405,10 +425,10 @@ class Trainer(SelectionReport):
         set_rank(self.global_rank)
         for lg in self.loggers:  # every rank must agree on the run directory
             lg.set_version(self.strategy.broadcast(lg.version))
-        self._prepare_data()
         callbacks_from_model = _as_list(model.configure_callbacks(), Callback,
                                         "configure_callbacks()")
         self.callbacks = _merge_callbacks(self.callbacks, callbacks_from_model)
+        self._prepare_data()  # after configure_callbacks, as Lightning
         self._hooks = HookTable(self, model, self.callbacks, profiler=self._active_profiler())
         self.profiler.setup(stage, self.local_rank, self.log_dir)
         doctor = HangDoctor(self._hooks.count, rank=self.global_rank, world_size=self.world_size,
@@ -431,7 +451,8 @@ class Trainer(SelectionReport):
                 self._compiled.add(id(model))
             if stage == "fit":
                 self._configure_optimizers(model)
-                self._log_hyperparams()
+                if self.enable_autolog_hparams:
+                    self._log_hyperparams()
             if stage == "fit" and ckpt_path is None and self.cluster_environment.restart_count():
                 ckpt_path = self._newest_checkpoint()  # the scheduler restarted this job
             self._restore = self._load_for(stage, ckpt_path, weights_only)
@@ -558,7 +579,7 @@ class Trainer(SelectionReport):
 
     def _configure_optimizers(self, model: Module) -> None:
         self.optimizers, self._lr_scheduler_configs = parse_optimizers(
-            model.configure_optimizers())
+            model.configure_optimizers(), model.automatic_optimization)
         _check_optimizers_cover(model, self.optimizers)
         self.optimizers = self.strategy.setup_optimizers(self.optimizers)
         if model.automatic_optimization and len(self.optimizers) > 1:
@@ -754,6 +775,25 @@ class Trainer(SelectionReport):
         self.global_step = checkpoint["global_step"]
         self.current_epoch = checkpoint["epoch"]
         return checkpoint
+
+
+_INSTEAD = {
+    "barebones": "enable_checkpointing=False, logger=False, enable_progress_bar=False, "
+                 "enable_model_summary=False",
+    "reload_dataloaders_every_n_epochs": "a dataloader whose dataset changes itself in "
+                                         "on_train_epoch_start",
+    "model_registry": "trainer.save_checkpoint(path) and upload the file",
+}
+
+
+def _refuse_unsupported(**given: Any) -> None:
+    """Lightning arguments fulmen does not implement: refused unless left at the default."""
+    defaults = {"barebones": False, "reload_dataloaders_every_n_epochs": 0,
+                "model_registry": None}
+    for flag, value in given.items():
+        if value != defaults[flag]:
+            raise ConfigurationError(f"Trainer({flag}={value!r}) is not implemented in fulmen; "
+                                     f"use {_INSTEAD[flag]}")
 
 
 def _check_optimizers_cover(model: Module, optimizers: list[Any]) -> None:
