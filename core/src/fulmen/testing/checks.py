@@ -32,8 +32,11 @@ def record_for(kind: str, name: str) -> Any:
 
 def load(kind: str, name: str) -> Any:
     """Construct ``name`` from its record; a missing third-party dependency is a skip."""
+    record = record_for(kind, name)
+    if record.missing():  # the record names what it needs and it is not installed here
+        raise Skip(f"a dependency is not installed here: needs {', '.join(record.missing())}")
     try:
-        instance = record_for(kind, name).create()
+        instance = record.create()
     except Exception as exc:
         cause = exc if isinstance(exc, ImportError) else exc.__cause__
         if isinstance(cause, ImportError):
@@ -346,6 +349,9 @@ def layout(name: str) -> dict[str, Any]:
     if entry is None:
         return {"processes": 0, "why": f"no active plugin registers {name!r}"}
     out: dict[str, Any] = {"group": entry.record.target_path}
+    if entry.record.missing():
+        return {"processes": 0, "why": "a dependency is not installed here: needs "
+                f"{', '.join(entry.record.missing())}", **out}
     try:
         out["accelerator"] = accelerator = usable_accelerator(tuple(entry.record.accelerators))
         trainer = fulmen.Trainer(accelerator=accelerator, devices=2, strategy=name,
