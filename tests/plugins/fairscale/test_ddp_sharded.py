@@ -15,9 +15,6 @@ def close(a: dict[str, list[float]], b: dict[str, list[float]], atol: float = 1e
         torch.allclose(torch.tensor(a[k]), torch.tensor(b[k]), atol=atol) for k in a)
 
 
-@pytest.mark.xfail(strict=True, reason="known regression since the training-semantics merge "
-                   "(issue 16): ddp_sharded's weights no longer match ddp's within 1e-5 with "
-                   "clipping and a StepLR schedule; passes on the commit before that merge")
 def test_ddp_sharded_matches_ddp_checkpoints_consolidated_state_and_resumes(run_script):
     sharded = run_script("sharded_train.py", "--test", *CLIP)
     assert sharded.returncode == 0, sharded.stderr

@@ -497,7 +497,10 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
         getattr(module, method)()  # raises the clear 'has no ..._step' error
     results = trainer._new_results("validate" if prefix == "validation" else "test")
     previous, trainer._results = trainer._results, results
-    modes = {m: m.training for m in module.modules()}
+    # The modes of what runs the steps: the strategy's wrapper too (ShardedDataParallel reduces
+    # gradients only while it is in training mode), not only the user's module inside it.
+    root = trainer.model if trainer.model is not None else module
+    modes = {m: m.training for m in root.modules()}
     model_hook = "on_test_model" if prefix == "test" else "on_validation_model"
     getattr(module, f"{model_hook}_eval")()
     transfer = make_transfer(trainer)
