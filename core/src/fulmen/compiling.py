@@ -10,6 +10,7 @@ is unwrapped and compiled the same way after set-up.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from typing import Any
 
@@ -42,10 +43,12 @@ def options(owner: str, value: Any) -> dict[str, Any] | None:
 
 def unwrap(model: Any) -> tuple[Any, dict[str, Any] | None]:
     """A model from ``torch.compile(model)``: the original module, and options to compile it
-    again after set-up (torch's defaults); anything else: itself and None."""
-    from torch._dynamo.eval_frame import OptimizedModule
+    again after set-up (torch's defaults); anything else: itself and None.
 
-    if isinstance(model, OptimizedModule):
+    ``torch._dynamo`` takes seconds to import, so it is not imported here: a compiled model can
+    exist only once it has been imported (by ``torch.compile``)."""
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    if eval_frame is not None and isinstance(model, eval_frame.OptimizedModule):
         return model._orig_mod, {}
     return model, None
 

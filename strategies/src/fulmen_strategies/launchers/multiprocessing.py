@@ -87,26 +87,30 @@ def find_unpicklable(obj: Any, path: str, depth: int = 0, seen: set[int] | None 
     return f"{path}: {name if callable(obj) and not isinstance(obj, type) else type(obj).__name__}"
 
 
-def check_picklable(strategy_name: str, named: dict[str, Any]) -> None:
-    for name, obj in named.items():
-        if obj is None:
-            continue
-        try:
-            dumps(obj)
-        except Exception as exc:
-            culprit = find_unpicklable(obj, name) or name
-            raise ConfigurationError(
-                f"strategy={strategy_name!r} pickles the {name} to start its worker processes, "
-                f"and {culprit} cannot be pickled ({type(exc).__name__}: {exc}). Make it "
-                "picklable (define lambdas and local functions at module level) or use "
-                "strategy='ddp', which starts processes without pickling anything."
-            ) from exc
+def pickle_payload(strategy_name: str, payload: tuple[Any, ...], named: dict[str, Any]) -> bytes:
+    """``payload`` pickled once; when that fails, the error names the first thing in ``named``
+    (the model, the data...) that cannot be pickled."""
+    try:
+        return dumps(payload)
+    except Exception as exc:
+        found = ((name, find_unpicklable(obj, name)) for name, obj in named.items()
+                 if obj is not None)
+        name, culprit = next(((n, path) for n, path in found if path), ("work", None))
+        raise ConfigurationError(
+            f"strategy={strategy_name!r} pickles the {name} to start its worker processes, and "
+            f"{culprit or 'it'} cannot be pickled ({type(exc).__name__}: {exc}). Make it "
+            "picklable (define lambdas and local functions at module level) or use "
+            "strategy='ddp', which starts processes without pickling anything."
+        ) from exc
 
 
-def _worker(local_rank: int, payload: bytes | tuple[Any, ...], env: dict[str, str],
+def _worker(local_rank: int, payload: str | tuple[Any, ...], env: dict[str, str],
             result_path: str) -> None:
     own_session()  # torch.multiprocessing already has the worker die with the main process
-    function, args, kwargs = pickle.loads(payload) if isinstance(payload, bytes) else payload
+    if isinstance(payload, str):  # spawn: the path of the work, pickled once by the launcher
+        with open(payload, "rb") as handle:
+            payload = pickle.load(handle)
+    function, args, kwargs = payload
     os.environ.update(env)
     apply_in_process(env)
     os.environ["LOCAL_RANK"] = str(local_rank)
@@ -157,10 +161,6 @@ class MultiprocessingLauncher(Launcher):
                     "before fit, or use strategy='ddp_spawn'")
         else:
             _refuse_unguarded_main(name)
-            owner = launch_owner(function)
-            label = type(owner).__name__.lower() if owner is not None else "function"
-            check_picklable(name, {**_named_args(args),
-                                   label: owner if owner is not None else function})
         env = strategy.cluster_environment
         per_node = strategy.processes_per_node
         shared = {"MASTER_ADDR": env.main_address, "MASTER_PORT": str(env.main_port),
@@ -169,9 +169,17 @@ class MultiprocessingLauncher(Launcher):
                   **thread_settings(per_node, name)}
         with tempfile.TemporaryDirectory(prefix="fulmen-spawn-") as folder:
             result_path = os.path.join(folder, "rank0.pt")
-            payload: bytes | tuple[Any, ...] = (function, args, kwargs)
+            payload: str | tuple[Any, ...] = (function, args, kwargs)
             if self.start_method != "fork":
-                payload = dumps(payload)
+                # Pickled once, into a file each worker reads: sent through the start pipe, a
+                # payload larger than the pipe's buffer would block the launcher until the first
+                # worker has imported the main module, starting the workers one after another.
+                owner = launch_owner(function)
+                label = type(owner).__name__.lower() if owner is not None else "function"
+                data = pickle_payload(name, payload, {
+                    **_named_args(args), label: owner if owner is not None else function})
+                payload = os.path.join(folder, "work.pkl")
+                Path(payload).write_bytes(data)
             context = tmp.start_processes(_worker, args=(payload, shared, result_path),
                                           nprocs=per_node, start_method=self.start_method,
                                           join=False)
