@@ -47,3 +47,19 @@ def test_an_unknown_attribute_is_an_attribute_error():
               "try:\n    fulmen.Trainerr\nexcept AttributeError as e:\n"
               "    print(json.dumps({'error': str(e)}))")
     assert out == {"error": "module 'fulmen' has no attribute 'Trainerr'"}
+
+
+def test_a_run_imports_no_compiler_unless_asked():
+    """``torch._dynamo`` takes seconds to import: a run that compiles nothing leaves it out, so a
+    launcher starts its processes without waiting for it (torch's optimizers import it when
+    constructed, so this validates: no optimizer is built)."""
+    loaded = run("import sys, json, torch, fulmen\n"
+                 "from torch.utils.data import DataLoader, TensorDataset\n"
+                 "class M(fulmen.Module):\n"
+                 "    def __init__(self):\n        super().__init__(); self.l = torch.nn.Linear(2, 1)\n"
+                 "    def validation_step(self, batch, i):\n        self.log('v', self.l(batch[0]).sum())\n"
+                 "data = DataLoader(TensorDataset(torch.ones(4, 2)), batch_size=2)\n"
+                 "fulmen.Trainer(max_epochs=1, logger=False, enable_checkpointing=False,\n"
+                 "               enable_progress_bar=False).validate(M(), data)\n"
+                 "print(json.dumps(sorted(sys.modules)))")
+    assert "torch._dynamo" not in loaded
