@@ -1,4 +1,5 @@
-"""Manual optimization (``manual_backward`` + ``opt.step()``) under real 2-process DDP."""
+"""Manual optimization (``manual_backward`` + ``opt.step()``) under real 2-process data
+parallelism: ddp, and (``slow``) fsdp, deepspeed and ddp_sharded."""
 
 from __future__ import annotations
 
@@ -8,15 +9,17 @@ import pytest
 import torch
 from processes import script_runner
 
-pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
+pytestmark = pytest.mark.timeout(180)
 
 
-def test_manual_optimization_ddp_averages_gradients(tmp_path: Path) -> None:
+@pytest.mark.parametrize("strategy", ["ddp", *(
+    pytest.param(s, marks=pytest.mark.slow) for s in ("fsdp", "deepspeed", "ddp_sharded"))])
+def test_manual_optimization_averages_gradients(tmp_path: Path, strategy: str) -> None:
     """Each rank trains on different data; both end with the same weights, equal to one process
     that averages the two ranks' losses (what DDP's gradient averaging computes)."""
     run = script_runner(tmp_path, Path(__file__).parent / "scripts", 150)
     env = {"OMP_NUM_THREADS": "1"}
-    ddp = run("manual_ddp.py", "--strategy", "ddp", env=env)
+    ddp = run("manual_ddp.py", "--strategy", strategy, env=env)
     assert ddp.returncode == 0, ddp.output[-3000:]
     single = run("manual_ddp.py", "--strategy", "single_device", env=env)
     assert single.returncode == 0, single.output[-3000:]

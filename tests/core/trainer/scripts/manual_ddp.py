@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.distributed.tensor import DTensor
 from torch.utils.data import DataLoader, Dataset
 
 import fulmen
@@ -67,7 +68,9 @@ def main() -> None:
     model = Manual()
     ranks = [trainer.global_rank] if devices == 2 else [0, 1]
     trainer.fit(model, DataLoader(PerRank(ranks), batch_size=2))
-    weights = [p.detach().tolist() for p in model.parameters()]
+    # FSDP2 leaves the parameters sharded (DTensor): gather them for the comparison.
+    weights = [(p.full_tensor() if isinstance(p, DTensor) else p).detach().tolist()
+               for p in model.parameters()]
     Path(args.out, f"rank{trainer.global_rank}.json").write_text(json.dumps(
         {"weights": weights, "global_step": trainer.global_step}))
 
