@@ -15,7 +15,7 @@ SRC    := $(foreach d,$(DISTS) $(PLUGIN_DISTS),$(d)/src)
 # half-way leaves a lock that makes every later run wait forever.
 export TORCH_EXTENSIONS_DIR := $(abspath $(VENV))/torch_extensions
 
-.PHONY: install install-horovod demo test lint bench docs clean
+.PHONY: install install-horovod demo test test-all lint bench docs clean
 
 install: $(STAMP)
 
@@ -37,7 +37,14 @@ install-horovod: install
 demo: install
 	PYTHONPATH=docs/examples $(PY) -m fulmen fit --config docs/examples/digits.yaml
 
+# `make test` runs the representative suite (CI); `make test-all` adds the exhaustive matrices
+# and long multi-process runs marked `slow`.
 test: install
+	$(PY) -m ruff check .
+	$(PY) -m mypy $(SRC)
+	$(PY) -m pytest -q -m "not slow"
+
+test-all: install
 	$(PY) -m ruff check .
 	$(PY) -m mypy $(SRC)
 	$(PY) -m pytest -q
