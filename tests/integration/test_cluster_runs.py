@@ -95,6 +95,8 @@ def test_slurm_requeue_on_sigusr1_then_resume(tmp_path, fake_scontrol):
     assert all(code == 0 for code, _ in results), results
 
     # Only rank 1 gets the signal, at step 5: both ranks must still stop after the same batch.
+    # The ranks agree in the background (no step waits on the vote), so they act one step
+    # later: after step 6.
     results = finish(slurm(job, 2, free_port(), fake_scontrol,
                            ["--at-step", "5", "--at-rank", "1", "--signal", "SIGUSR1"]))
     assert [code for code, _ in results] == [0, 0], results
@@ -102,14 +104,14 @@ def test_slurm_requeue_on_sigusr1_then_resume(tmp_path, fake_scontrol):
     assert (fake_scontrol / "calls.log").read_text() == "requeue 4242\n"  # once, by rank 0
     assert not (job / "rank0.json").exists()  # the run stopped before its end
     checkpoint = torch.load(job / "hpc_ckpt_1.ckpt", weights_only=True)
-    assert checkpoint["global_step"] == 5
+    assert checkpoint["global_step"] == 6
     assert checkpoint["loops"]["fit"]["epoch_done"] is False  # mid-epoch: resumed exactly
 
     # SLURM starts the requeued job with SLURM_RESTART_COUNT=1: fit resumes by itself.
     results = finish(slurm(job, 2, free_port(), fake_scontrol, [], SLURM_RESTART_COUNT="1"))
     assert all(code == 0 for code, _ in results), results
     resumed, reference = rank_json(job, 0), rank_json(straight, 0)
-    assert resumed["start_step"] == 5 and resumed["global_step"] == reference["global_step"] == 12
+    assert resumed["start_step"] == 6 and resumed["global_step"] == reference["global_step"] == 12
     assert close(resumed, reference) and close(rank_json(job, 1), reference)
 
 

@@ -8,7 +8,7 @@ import contextlib
 import os
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -157,6 +157,35 @@ class ParallelStrategy(Strategy):
         votes = torch.tensor(int(bool(decision)), device=self.root_device)
         collectives.all_reduce(votes, dist.ReduceOp.SUM)
         return bool(votes == self.world_size) if all else bool(votes > 0)
+
+    def start_agreement(self, value: int) -> Callable[[], int]:
+        """All-reduce (max) ``value`` in the background on a CPU gloo group: training goes on
+        while it travels, and reading the result one step later does not wait on the device."""
+        if not self.distributed:
+            return lambda: value
+        vote = torch.tensor([value], dtype=torch.int64)
+        work = dist.all_reduce(vote, op=dist.ReduceOp.MAX, group=_control_group(),
+                               async_op=True)
+
+        def result() -> int:
+            if work is not None:
+                work.wait()
+            return int(vote.item())
+
+        return result
+
+
+_control: dict[str, Any] = {}
+
+
+def _control_group() -> Any:
+    """The default group when it runs on gloo, else one gloo group made the first time (every
+    rank gets here at the same step: agreements start at the same points on every rank)."""
+    if dist.get_backend() == "gloo":
+        return None
+    if _control.get("for") is not dist.group.WORLD:
+        _control.update({"for": dist.group.WORLD, "group": dist.new_group(backend="gloo")})
+    return _control["group"]
 
 
 _failed = {"run": False}

@@ -264,6 +264,21 @@ class Strategy(Named, ABC):
         """Make every process agree: ``all`` ranks must say True, or ``any`` may."""
         return decision
 
+    def start_agreement(self, value: int) -> Callable[[], int]:
+        """Start agreeing on the largest ``value`` over all processes; return a function that
+        gives the result.
+
+        Every rank calls this at the same point and calls the returned function once, at the
+        same later point. The Trainer uses it for control decisions (a preemption signal seen by
+        one rank) so that training never waits on them: it starts an agreement after one step
+        and reads it after the next. The default reduces when the result is read (correct,
+        but blocking); ``ParallelStrategy`` runs the exchange in the background on a CPU group.
+        """
+        import torch
+
+        vote = torch.tensor([value], device=self.root_device)
+        return lambda: int(self.reduce(vote, reduce_op="max").item())
+
     # ------------------------------------------------------------------ checkpoints
 
     def module_state_dict(self, module: torch.nn.Module | None = None) -> dict[str, Any]:

@@ -7,11 +7,10 @@ import re
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
-
-import torch
 
 from fulmen.errors import ConfigurationError, FulmenError
 
@@ -52,6 +51,7 @@ class Preemption:
         self.received: str | None = None
         self.signum = 0
         self._previous: dict[int, Any] = {}
+        self._pending: Callable[[], int] | None = None
 
     @property
     def active(self) -> bool:
@@ -63,7 +63,10 @@ class Preemption:
                 self._previous[signum] = signal.signal(signum, self._handle)
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is None:
+            self.finish()
+        self._pending = None
         for signum, previous in self._previous.items():
             signal.signal(signum, previous)
         self._previous.clear()
@@ -74,14 +77,29 @@ class Preemption:
             self.received, self.signum = action, signum
 
     def poll(self) -> str | None:
-        """The action every rank takes now (None: go on). A collective when distributed."""
-        strategy = self.trainer.strategy
+        """The action every rank takes now (None: go on).
+
+        Distributed, the ranks agree without waiting (``Strategy.start_agreement``): each poll
+        reads the agreement started by the previous one and starts the next, so a signal one
+        rank saw is acted on by every rank one step later, and no step waits on a collective.
+        """
         code = _CODES[self.received]
         if self.trainer.world_size > 1:
-            vote = torch.tensor([code, self.signum], device=strategy.root_device)
-            code, signum = (int(x) for x in strategy.reduce(vote, reduce_op="max").tolist())
-            self.signum = self.signum or signum
+            mine = code * 256 + self.signum
+            pending, self._pending = self._pending, None
+            agreed = pending() if pending is not None else 0
+            code = agreed // 256
+            if code:  # every rank acts now: nothing more to agree on
+                self.signum = self.signum or agreed % 256
+            else:
+                self._pending = self.trainer.strategy.start_agreement(mine)
         return _ACTIONS[code]
+
+    def finish(self) -> None:
+        """Read the agreement still in flight after the last step (every rank has one)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending()
 
     def act(self, action: str) -> Preempted:
         """Write the preemption checkpoint, requeue on rank zero, return the exception that ends
