@@ -425,6 +425,11 @@ def collective_problems(owner: Any) -> list[str]:
         got = run(f"broadcast(src={src})", lambda s=src: strategy.broadcast({"rank": rank}, s))
         if got is not None:
             expect(f"broadcast({{'rank': rank}}, src={src})", got, {"rank": src})
+    agreement = run("start_agreement", lambda: strategy.start_agreement(10 + rank))
+    if agreement is not None:
+        agreed = run("start_agreement(...)()", agreement)
+        if agreed is not None:
+            expect("start_agreement(10 + rank)()", agreed, 10 + world - 1)
     run("barrier", lambda: strategy.barrier("fulmen-testing"))
     return problems
 

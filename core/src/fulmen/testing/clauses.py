@@ -96,11 +96,12 @@ _ALL = [
            "implement setup_module/setup_optimizers/backward/optimizer_step and the "
            "checkpoint methods of fulmen.Strategy"),
     Clause("strategy.collectives", "strategy",
-           "reduce (sum, mean), all_gather, broadcast and barrier give the documented results "
-           "on every rank",
+           "reduce (sum, mean), all_gather, broadcast, start_agreement and barrier give the "
+           "documented results on every rank",
            "reduce must combine every rank's tensor (mean = sum / world_size), all_gather "
            "stack one entry per rank on a new first dim, broadcast return src's object "
-           "everywhere, barrier return on every rank"),
+           "everywhere, start_agreement's function return the largest value of any rank, "
+           "barrier return on every rank"),
     Clause("strategy.processes", "strategy",
            "with devices=2 the strategy starts both processes (create_launcher) and each one "
            "reports its own global rank and world size 2 before the timeout",
