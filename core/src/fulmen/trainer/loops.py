@@ -275,6 +275,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
         if transfer is not None:
             batch = transfer(batch, 0)
         results.batch = batch
+        trainer._steps_before_batch = trainer.global_step
         if has_start and hooks("on_train_batch_start", batch, batch_idx) == -1:
             break
         batches.started += 1
@@ -438,6 +439,7 @@ def _sanity_check(trainer: Trainer, val: Any) -> None:
     assert hooks is not None
     n = trainer.num_sanity_val_steps
     limits = [b if n == -1 else min(b, n) for b in val[1]]
+    trainer.num_sanity_val_batches = limits
     trainer.sanity_checking = True
     hooks("on_sanity_check_start")
     with preserved_rng():
@@ -466,7 +468,10 @@ def _eval_loaders(trainer: Trainer, kind: str, explicit: Any,
     if during_fit and loaders and not any(counts):
         warnings.warn(f"every {kind} dataloader is empty; validation is skipped", stacklevel=3)
         return [], []
-    trainer.num_val_batches = counts if kind == "val" else trainer.num_val_batches
+    if kind == "val":
+        trainer.num_val_batches = counts
+    else:
+        trainer.num_test_batches = counts
     return loaders, counts
 
 
@@ -605,6 +610,7 @@ def predict(trainer: Trainer, explicit: Any, return_predictions: bool = True) ->
     counts = [data.num_batches(d, trainer.limit_predict_batches, "predict") for d in loaders]
     if not any(counts):
         raise ConfigurationError("every predict dataloader is empty (0 batches)")
+    trainer.num_predict_batches = counts
     module.on_predict_model_eval()
     transfer = make_transfer(trainer)
     pass_idx = len(loaders) > 1 and _takes_dataloader_idx(module.predict_step)
