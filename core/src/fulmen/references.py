@@ -29,7 +29,7 @@ def encode(value: Any) -> Any:
     tensors, which ``weights_only`` loads) unchanged. Raises ``NotReferable``."""
     import torch
 
-    if isinstance(value, PLAIN) or isinstance(value, torch.Tensor | torch.dtype | torch.device):
+    if isinstance(value, (*PLAIN, torch.Tensor, torch.dtype, torch.device)):
         return value
     if isinstance(value, dict):
         return {k: encode(v) for k, v in value.items()}
@@ -99,7 +99,7 @@ def _init_args(module: Any) -> dict[str, Any]:
         value = module.__dict__.get(name, _MISSING)
         if value is _MISSING:
             value = getattr(module, name, _MISSING) if name not in ("training",) else _MISSING
-        if value is not _MISSING and isinstance(value, PLAIN + (list, tuple)):
+        if value is not _MISSING and isinstance(value, (*PLAIN, list, tuple)):
             args[name] = value
         elif param.default is param.empty:
             raise NotReferable(f"{cls.__qualname__}'s argument {name!r} cannot be read back "

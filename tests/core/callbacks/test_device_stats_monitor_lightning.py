@@ -18,13 +18,13 @@ import re
 import pytest
 import torch
 from boring import BoringModel
-from fulmen_accelerators import CPUAccelerator
 
 import fulmen
 from fulmen import ConfigurationError
 from fulmen.callbacks import DeviceStatsMonitor
 from fulmen.loggers import CSVLogger
 from fulmen.utilities.device_stats import CPU_PERCENT, CPU_SWAP_PERCENT, CPU_VM_PERCENT
+from fulmen_accelerators import CPUAccelerator
 
 pytest.importorskip("psutil")
 CPU_METRIC_KEYS = (CPU_VM_PERCENT, CPU_SWAP_PERCENT, CPU_PERCENT)

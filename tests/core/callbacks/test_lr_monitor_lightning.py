@@ -18,11 +18,11 @@ from torch import optim
 
 import fulmen
 from fulmen import ConfigurationError as MisconfigurationException
-from fulmen.callbacks import Callback, EarlyStopping, LearningRateMonitor
+from fulmen.callbacks import EarlyStopping, LearningRateMonitor
 from fulmen.loggers import CSVLogger
 
 
-def Trainer(**kwargs):  # noqa: N802 - Lightning's name
+def Trainer(**kwargs):
     kwargs.setdefault("enable_progress_bar", False)
     kwargs.setdefault("enable_model_summary", False)
     return fulmen.Trainer(**kwargs)

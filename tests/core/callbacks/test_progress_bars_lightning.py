@@ -67,7 +67,7 @@ class RecordingBar(TQDMProgressBar):
                              leave=leave, file=StringIO(), smoothing=smoothing)
 
 
-def Trainer(**kwargs):  # noqa: N802 - Lightning's name
+def Trainer(**kwargs):
     kwargs.setdefault("logger", False)
     kwargs.setdefault("enable_checkpointing", False)
     kwargs.setdefault("enable_model_summary", False)

@@ -23,16 +23,20 @@ import warnings
 import pytest
 import torch
 from boring import BoringModel
-from fulmen_accelerators import CPUAccelerator
-from fulmen_accelerators.cuda.flops import available_flops
 
 import fulmen
 from fulmen import ConfigurationError
 from fulmen.callbacks import ThroughputMonitor
 from fulmen.loggers.base import Logger
-from fulmen.utilities.throughput import MonotonicWindow, Throughput, get_available_flops, \
-    measure_flops
+from fulmen.utilities.throughput import (
+    MonotonicWindow,
+    Throughput,
+    get_available_flops,
+    measure_flops,
+)
 from fulmen.utilities.throughput import ThroughputMonitor as LiteThroughputMonitor
+from fulmen_accelerators import CPUAccelerator
+from fulmen_accelerators.cuda.flops import available_flops
 
 
 class RecordingLogger(Logger):

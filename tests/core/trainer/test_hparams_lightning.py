@@ -103,8 +103,11 @@ class Backbone(torch.nn.Module):
         self.layers = torch.nn.Sequential(*[torch.nn.Linear(width, width) for _ in range(depth)])
 
 
+SGD = functools.partial(torch.optim.SGD, lr=0.01)
+
+
 class WithObjects(BoringModel):
-    def __init__(self, backbone: torch.nn.Module, optimizer=functools.partial(torch.optim.SGD),
+    def __init__(self, backbone: torch.nn.Module, optimizer=SGD,
                  head: torch.nn.Module | None = None) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -156,7 +159,7 @@ def test_unreferable_hparam_warns_and_is_pickled(tmp_path):
         pass
 
     model = WithObjects(Backbone(), head=Local())
-    with pytest.warns(UserWarning, match="'head'.*weights_only=False.*ignore=\\['head'\\]"):
+    with pytest.warns(UserWarning, match=r"'head'.*weights_only=False.*ignore=\['head'\]"):
         _, path = _fit(tmp_path, model)
     with pytest.raises(Exception, match="weights_only"):
         WithObjects.load_from_checkpoint(path)
@@ -168,7 +171,7 @@ def test_references_round_trip_and_refuse_non_modules():
                         "init_args": {"inplace": False}}
     again = decode(ref)
     assert isinstance(again["b"], torch.nn.ReLU) and again["a"][0](3) == 3
-    with pytest.raises(fulmen.ConfigurationError, match="not a torch.nn.Module class"):
+    with pytest.raises(fulmen.ConfigurationError, match=r"not a torch\.nn\.Module class"):
         decode({"class_path": "os.getcwd", "init_args": {}})
     with pytest.raises(fulmen.ConfigurationError, match="cannot import"):
         decode({"class_path": "no_such_package.Thing", "init_args": {}})

@@ -28,7 +28,7 @@ from fulmen.utilities.model_summary import (
 )
 
 
-def Trainer(**kwargs):  # noqa: N802 - Lightning's name
+def Trainer(**kwargs):
     return fulmen.Trainer(enable_progress_bar=False, logger=False, **kwargs)
 
 
@@ -172,7 +172,7 @@ def test_invalid_max_depth():
     """Test that invalid value for max_depth raises an error."""
     model = LightningModule()
 
-    with pytest.raises(ValueError, match="max_depth` can be .* got temp"):
+    with pytest.raises(ValueError, match=r"max_depth` can be .* got temp"):
         ModelSummary(model, max_depth="temp")
 
 
@@ -378,7 +378,7 @@ def test_summary_data_output(example_input):
 
     summary = summarize(TestModel())
     summary_data = summary._get_summary_data()
-    for column_name, entries in summary_data:
+    for _column_name, entries in summary_data:
         assert all(isinstance(entry, str) for entry in entries)
 
 

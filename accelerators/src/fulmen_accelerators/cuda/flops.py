@@ -266,7 +266,8 @@ def chip_of(device_name: str) -> str | None:
     return next((row for key, row in _NAMES if key in chip), None)
 
 
-def available_flops(device_name: str, dtype: torch.dtype | str, ampere_or_later: bool) -> int | None:
+def available_flops(device_name: str, dtype: torch.dtype | str,
+                    ampere_or_later: bool) -> int | None:
     """Peak FLOPs of one device named ``device_name`` for ``dtype``; None (with a warning saying
     what is missing) when the chip or the dtype is not in the table."""
     chip = chip_of(device_name)

@@ -116,7 +116,7 @@ class LearningRateMonitor(Callback):
                 stats[f"{name}-weight_decay"] = decay
         return stats
 
-    def _remap_keys(self, names: list[list[str]], token: str = "/pg1") -> None:  # noqa: S107
+    def _remap_keys(self, names: list[list[str]], token: str = "/pg1") -> None:
         """Keep the history of a name when its optimizer gained parameter groups."""
         for group_names in names:
             for new in group_names:

@@ -70,12 +70,6 @@ if TYPE_CHECKING:
         apply_to_collections,
         move_data_to_device,
     )
-    from fulmen.utilities.throughput import (
-        Throughput,
-        ThroughputMonitor,
-        get_available_flops,
-        measure_flops,
-    )
     from fulmen.utilities.rank_zero import (
         WarningCache,
         rank_prefixed_message,
@@ -84,4 +78,10 @@ if TYPE_CHECKING:
         rank_zero_info,
         rank_zero_only,
         rank_zero_warn,
+    )
+    from fulmen.utilities.throughput import (
+        Throughput,
+        ThroughputMonitor,
+        get_available_flops,
+        measure_flops,
     )

@@ -275,8 +275,8 @@ def get_human_readable_count(number: int | float) -> str:
     if number < 0:
         raise ValueError(f"get_human_readable_count({number}): expected a count >= 0")
     labels = PARAMETER_NUM_UNITS
-    num_digits = int(math.floor(math.log10(number)) + 1 if number > 0 else 1)
-    num_groups = min(int(math.ceil(num_digits / 3)), len(labels))
+    num_digits = math.floor(math.log10(number)) + 1 if number > 0 else 1
+    num_groups = min(math.ceil(num_digits / 3), len(labels))
     number = number * (10 ** (-3 * (num_groups - 1)))
     index = num_groups - 1
     if index < 1 or number >= 100:
