@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
-
-from rich.progress import ProgressColumn, Task
-from rich.text import Text
 
 from fulmen.callbacks.progress import ProgressBar, convert_inf
 
@@ -102,6 +100,7 @@ class RichProgressBar(ProgressBar):
 
         theme = self.theme
         console = Console(**self._console_kwargs)
+        _Batches, _Times, _Speed, _Metrics = _columns()
         self._stopped = False
         self.progress = Progress(
             TextColumn("[progress.description]{task.description}", style=theme.description),
@@ -273,57 +272,65 @@ class RichProgressBar(ProgressBar):
             print(*args, **kwargs)
 
 
-class _Batches(ProgressColumn):
-    """``completed/total`` (``--`` for a loader without a length)."""
+@functools.cache
+def _columns() -> tuple[type, type, type, type]:
+    """The bar's rich columns, defined on first use (importing rich costs only when drawn)."""
+    from rich.progress import ProgressColumn, Task
+    from rich.text import Text
 
-    def __init__(self, style: Any) -> None:
-        self.style = style
-        super().__init__()
+    class _Batches(ProgressColumn):
+        """``completed/total`` (``--`` for a loader without a length)."""
 
-    def render(self, task: Task) -> Text:
-        total = "--" if task.total is None else int(task.total)
-        return Text(f"{int(task.completed)}/{total}", style=self.style)
+        def __init__(self, style: Any) -> None:
+            self.style = style
+            super().__init__()
 
-
-class _Times(ProgressColumn):
-    """``elapsed • remaining``, refreshed twice a second (no jitter)."""
-
-    max_refresh = 0.5
-
-    def __init__(self, style: Any) -> None:
-        self.style = style
-        super().__init__()
-
-    def render(self, task: Task) -> Text:
-        elapsed = task.finished_time if task.finished else task.elapsed
-        remaining = task.time_remaining
-
-        def fmt(t: float | None) -> str:
-            return "-:--:--" if t is None else str(timedelta(seconds=int(t)))
-
-        return Text(f"{fmt(elapsed)} • {fmt(remaining)}", style=self.style)
+        def render(self, task: Task) -> Text:
+            total = "--" if task.total is None else int(task.total)
+            return Text(f"{int(task.completed)}/{total}", style=self.style)
 
 
-class _Speed(ProgressColumn):
-    """``it/s`` of the task."""
+    class _Times(ProgressColumn):
+        """``elapsed • remaining``, refreshed twice a second (no jitter)."""
 
-    def __init__(self, style: Any) -> None:
-        self.style = style
-        super().__init__()
+        max_refresh = 0.5
 
-    def render(self, task: Task) -> Text:
-        speed = f"{task.speed:>.2f}" if task.speed is not None else "0.00"
-        return Text(f"{speed}it/s", style=self.style)
+        def __init__(self, style: Any) -> None:
+            self.style = style
+            super().__init__()
+
+        def render(self, task: Task) -> Text:
+            elapsed = task.finished_time if task.finished else task.elapsed
+            remaining = task.time_remaining
+
+            def fmt(t: float | None) -> str:
+                return "-:--:--" if t is None else str(timedelta(seconds=int(t)))
+
+            return Text(f"{fmt(elapsed)} • {fmt(remaining)}", style=self.style)
 
 
-class _Metrics(ProgressColumn):
-    """The bar's metrics, on the training task only."""
+    class _Speed(ProgressColumn):
+        """``it/s`` of the task."""
 
-    def __init__(self, bar: RichProgressBar) -> None:
-        self.bar = bar
-        super().__init__()
+        def __init__(self, style: Any) -> None:
+            self.style = style
+            super().__init__()
 
-    def render(self, task: Task) -> Text:
-        if task.id != self.bar.train_progress_bar_id:
-            return Text()
-        return Text(self.bar.metrics_text(), justify="left", style=self.bar.theme.metrics)
+        def render(self, task: Task) -> Text:
+            speed = f"{task.speed:>.2f}" if task.speed is not None else "0.00"
+            return Text(f"{speed}it/s", style=self.style)
+
+
+    class _Metrics(ProgressColumn):
+        """The bar's metrics, on the training task only."""
+
+        def __init__(self, bar: RichProgressBar) -> None:
+            self.bar = bar
+            super().__init__()
+
+        def render(self, task: Task) -> Text:
+            if task.id != self.bar.train_progress_bar_id:
+                return Text()
+            return Text(self.bar.metrics_text(), justify="left", style=self.bar.theme.metrics)
+
+    return _Batches, _Times, _Speed, _Metrics
