@@ -147,7 +147,8 @@ def test_progress_bar_prints_one_line_per_epoch_without_a_terminal(capsys):
                              **lean(max_epochs=2, enable_progress_bar=True))
     trainer.fit(TinyModule(), loader(), loader())
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Epoch")]
-    assert lines[0].startswith("Epoch 0: 8 steps, train_loss=") and "val_acc=" in lines[0]
+    assert lines[0].startswith("Epoch 0: 8 steps, ")
+    assert "train_loss=" in lines[0] and "val_acc=" in lines[0]
     assert len(lines) == 2
 
 

@@ -131,6 +131,7 @@ def fit(trainer: Trainer, loaders: dict[str, Any]) -> None:
         raise ConfigurationError(f"trainer.fit got {len(train_loaders)} training dataloaders; "
                                  "combine them into one (e.g. a ConcatDataset)")
     first = train_loaders[0]
+    trainer._batches_stepped = trainer.global_step  # one step per batch unless manual
     if trainer.overfit_batches:
         first = data.without_shuffle(first)
     train = strategy.process_dataloader(first, "train", trainer.use_distributed_sampler)
@@ -189,8 +190,8 @@ def fit(trainer: Trainer, loaders: dict[str, Any]) -> None:
 
 def _val_interval(trainer: Trainer, n_batches: int | float) -> int | float:
     interval = trainer.val_check_interval
-    if interval is None or interval == 1.0:
-        return n_batches
+    if interval is None or (isinstance(interval, float) and interval == 1.0):
+        return n_batches  # 1.0: the whole epoch; the int 1 means every batch (Lightning)
     if isinstance(interval, float):
         if n_batches == math.inf:
             raise ConfigurationError(f"val_check_interval={interval} is a fraction of the epoch, "
@@ -334,6 +335,8 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
         batches.completed = batch_idx + 1
         if has_end:
             hooks("on_train_batch_end", output, batch, batch_idx)
+        if stepped:
+            trainer._batches_stepped += 1
         if loggers and stepped and trainer.global_step % log_every == 0:
             trainer._log_step_metrics(results)
         if preemption is not None and (stepped or not automatic) and (

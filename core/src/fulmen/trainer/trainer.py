@@ -217,6 +217,7 @@ class Trainer(SelectionReport):
         self._preemption: Preemption | None = None
         self._start_time = 0.0
         self._steps_before_batch = 0  # global_step when the current training batch began
+        self._batches_stepped = 0  # training batches that made an optimizer step, this fit
 
     # ------------------------------------------------------------------ reporting
 
@@ -316,11 +317,12 @@ class Trainer(SelectionReport):
 
     @property
     def should_update_logs(self) -> bool:
-        """Whether the current training batch sends its metrics to the loggers: the optimizer
-        step it makes is a multiple of ``log_every_n_steps``, or training is stopping (the same
-        answer from ``on_train_batch_start`` to ``on_train_batch_end``). Callbacks that log
-        (``LearningRateMonitor``, ``ThroughputMonitor``, ``DeviceStatsMonitor``) follow it."""
-        return (self._steps_before_batch + 1) % self.log_every_n_steps == 0 or self.should_stop
+        """Whether callbacks that log (``LearningRateMonitor``, ``ThroughputMonitor``,
+        ``DeviceStatsMonitor``) log at the current batch: it is the n-th batch that steps, n a
+        multiple of ``log_every_n_steps`` (the same answer from ``on_train_batch_start`` to
+        ``on_train_batch_end``), or training is stopping — Lightning's rule, which counts
+        batches (not optimizer steps) under manual optimization too."""
+        return (self._batches_stepped + 1) % self.log_every_n_steps == 0 or self.should_stop
 
     @property
     def logged_metrics(self) -> dict[str, Any]:
