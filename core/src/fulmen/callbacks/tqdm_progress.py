@@ -18,7 +18,7 @@ else:
     from tqdm import tqdm as _tqdm
 
 
-class Tqdm(_tqdm):  # type: ignore[misc,valid-type]
+class Tqdm(_tqdm):
     """A tqdm bar whose numbers are padded (``0.1`` → ``0.100``) so the postfix does not
     flicker."""
 
