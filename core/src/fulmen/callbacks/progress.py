@@ -122,6 +122,31 @@ class ProgressBar(Callback):
         return {**standard, **logged}
 
 
+class RefreshingBar(ProgressBar):
+    """A bar drawn every ``refresh_rate`` (0: never), switched by ``disable``/``enable``."""
+
+    _refresh_rate = 1
+    _enabled = True
+
+    @property
+    def refresh_rate(self) -> int:
+        return self._refresh_rate
+
+    @property
+    def is_enabled(self) -> bool:
+        return self._enabled and self.refresh_rate > 0
+
+    @property
+    def is_disabled(self) -> bool:
+        return not self.is_enabled
+
+    def disable(self) -> None:
+        self._enabled = False
+
+    def enable(self) -> None:
+        self._enabled = True
+
+
 def get_standard_metrics(trainer: Any) -> dict[str, int | str]:
     """``{"v_num": version}`` of the first logger with one (long string versions: last four
     characters); empty without loggers."""

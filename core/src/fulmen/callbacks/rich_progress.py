@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from fulmen.callbacks.progress import ProgressBar, convert_inf
+from fulmen.callbacks.progress import RefreshingBar, convert_inf
 
 
 @dataclass
@@ -32,7 +32,7 @@ class RichProgressBarTheme:
     metrics_format: str = ".3f"
 
 
-class RichProgressBar(ProgressBar):
+class RichProgressBar(RefreshingBar):
     """Training, validation, test and predict bars drawn by ``rich`` (Jupyter included): for
     each its batches, elapsed • remaining time, it/s, and below the training bar the
     ``get_metrics()`` values.
@@ -71,24 +71,6 @@ class RichProgressBar(ProgressBar):
 
     def __getstate__(self) -> dict[str, Any]:
         return {**vars(self), "progress": None}  # the live display holds a thread
-
-    @property
-    def refresh_rate(self) -> int:
-        return self._refresh_rate
-
-    @property
-    def is_enabled(self) -> bool:
-        return self._enabled and self.refresh_rate > 0
-
-    @property
-    def is_disabled(self) -> bool:
-        return not self.is_enabled
-
-    def disable(self) -> None:
-        self._enabled = False
-
-    def enable(self) -> None:
-        self._enabled = True
 
     # ------------------------------------------------------------------ the display
 

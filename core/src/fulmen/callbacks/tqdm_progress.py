@@ -7,7 +7,7 @@ import time
 from importlib.util import find_spec
 from typing import Any
 
-from fulmen.callbacks.progress import ProgressBar, convert_inf, interactive
+from fulmen.callbacks.progress import RefreshingBar, convert_inf, interactive
 
 _PAD_SIZE = 5
 
@@ -42,7 +42,7 @@ def format_num(n: int | float | str) -> str:
     return text
 
 
-class TQDMProgressBar(ProgressBar):
+class TQDMProgressBar(RefreshingBar):
     """The default progress bar: training (``Epoch N``, with validation runs inside), validation,
     test and predict bars on ``stdout``, each with rate, ETA and ``get_metrics()`` (``v_num`` and
     the ``prog_bar=True`` values).
@@ -124,26 +124,8 @@ class TQDMProgressBar(ProgressBar):
         self._bars["predict"] = bar
 
     @property
-    def refresh_rate(self) -> int:
-        return self._refresh_rate
-
-    @property
     def process_position(self) -> int:
         return self._process_position
-
-    @property
-    def is_enabled(self) -> bool:
-        return self._enabled and self.refresh_rate > 0
-
-    @property
-    def is_disabled(self) -> bool:
-        return not self.is_enabled
-
-    def disable(self) -> None:
-        self._enabled = False
-
-    def enable(self) -> None:
-        self._enabled = True
 
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
         super().setup(trainer, module, stage)
