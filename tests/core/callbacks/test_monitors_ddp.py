@@ -26,6 +26,7 @@ def test_monitors_log_from_rank_zero_only(tmp_path, bar):
     assert list(rank0["lrs"]) == ["lr-SGD"]
     if bar == "rich":
         assert "Epoch 1" in rank0["rich_output"] and rank1["rich_output"] == ""
-    header = next(csv.reader(open(next(done.out.rglob("metrics.csv")))))
+    with open(next(done.out.rglob("metrics.csv"))) as handle:
+        header = next(csv.reader(handle))
     assert "lr-SGD" in header and "train/device/samples_per_sec" in header
     assert any(h.startswith("DeviceStatsMonitor.on_train_batch_end/cpu_percent") for h in header)
