@@ -14,6 +14,7 @@ import functools
 import importlib
 import inspect
 import warnings
+import weakref
 from typing import Any
 
 CLASS_PATH, INIT_ARGS, PARTIAL = "class_path", "init_args", "partial"
@@ -41,7 +42,10 @@ def encode(value: Any) -> Any:
                 INIT_ARGS: {**({"*args": encode(list(value.args))} if value.args else {}),
                             **encode(dict(value.keywords))}}
     if isinstance(value, torch.nn.Module):
-        return {CLASS_PATH: _path_of(type(value)), INIT_ARGS: encode(_init_args(value))}
+        if value not in _MODULE_REFS:  # checked once per object, not at every checkpoint
+            _MODULE_REFS[value] = {CLASS_PATH: _path_of(type(value)),
+                                   INIT_ARGS: encode(_init_args(value))}
+        return _MODULE_REFS[value]
     raise NotReferable(f"a {type(value).__module__}.{type(value).__qualname__} is neither plain "
                        "data nor an nn.Module or functools.partial")
 
@@ -104,10 +108,16 @@ def _init_args(module: Any) -> dict[str, Any]:
         elif param.default is param.empty:
             raise NotReferable(f"{cls.__qualname__}'s argument {name!r} cannot be read back "
                                "from the object")
+    import torch
+
     try:
-        again = cls(**args)
-    except Exception as exc:  # the guess does not construct
-        raise NotReferable(f"{cls.__qualname__}(**{args}) failed: {exc}") from None
+        with torch.device("meta"):  # the check allocates no memory
+            again = cls(**args)
+    except Exception:
+        try:  # a module whose __init__ computes on its tensors
+            again = cls(**args)
+        except Exception as exc:  # the guess does not construct
+            raise NotReferable(f"{cls.__qualname__}(**{args}) failed: {exc}") from None
     same = repr(again) == repr(module) and [p.shape for p in again.parameters()] == [
         p.shape for p in module.parameters()]
     if not same:
@@ -117,6 +127,7 @@ def _init_args(module: Any) -> dict[str, Any]:
 
 
 _MISSING = object()
+_MODULE_REFS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
 def _create(ref: dict[str, Any]) -> Any:
