@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from fulmen.hparams import AttributeDict, init_arguments, select
+from fulmen.hparams import AttributeDict, as_mapping, init_arguments, select
 
 
 class DataModule:
@@ -63,11 +63,21 @@ class DataModule:
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore what ``state_dict`` returned."""
 
-    def save_hyperparameters(self, *names: str, ignore: str | list[str] | None = None) -> None:
-        frame = inspect.currentframe()
-        assert frame is not None and frame.f_back is not None
+    _log_hyperparams = True  # save_hyperparameters(logger=False) keeps them from the loggers
+
+    def save_hyperparameters(self, *names: Any, ignore: str | list[str] | None = None,
+                             logger: bool = True) -> None:
+        """Record ``__init__`` arguments (all, or those named; or one dict/Namespace) in
+        ``self.hparams``; they are logged with the module's at fit start."""
         ignore = [ignore] if isinstance(ignore, str) else list(ignore or [])
-        self._hparams.update(select(init_arguments(frame.f_back, self), names, ignore))
+        if len(names) == 1 and not isinstance(names[0], str):
+            chosen = {k: v for k, v in as_mapping(names[0]).items() if k not in ignore}
+        else:
+            frame = inspect.currentframe()
+            assert frame is not None and frame.f_back is not None
+            chosen = select(init_arguments(frame.f_back, self), names, ignore)
+        self._hparams.update(chosen)
+        self._log_hyperparams = logger
 
     @property
     def hparams(self) -> AttributeDict:

@@ -51,3 +51,18 @@ def select(arguments: dict[str, Any], names: Iterable[str],
                                  f"arguments of __init__; its arguments are {sorted(arguments)}")
     chosen = {n: arguments[n] for n in names} if names else dict(arguments)
     return {k: v for k, v in chosen.items() if k not in ignore}
+
+
+def as_mapping(value: Any) -> dict[str, Any]:
+    """The hyper-parameters in one ``save_hyperparameters`` argument: a dict (or
+    ``AttributeDict``) or an ``argparse.Namespace``."""
+    import argparse
+
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, argparse.Namespace):
+        return dict(vars(value))
+    from fulmen.errors import ConfigurationError
+
+    raise ConfigurationError(f"save_hyperparameters({type(value).__name__}): give argument "
+                             "names (strings), one dict or one argparse.Namespace")

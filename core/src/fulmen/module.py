@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from fulmen.errors import ConfigurationError, FulmenError
-from fulmen.hparams import AttributeDict, init_arguments, select
+from fulmen.hparams import AttributeDict, as_mapping, init_arguments, select
 
 if TYPE_CHECKING:
     from fulmen.trainer.trainer import Trainer
@@ -76,6 +76,15 @@ class Module(Hooks, torch.nn.Module):
     """Base class for models trained by ``fulmen.Trainer``."""
 
     prepare_data_per_node: bool = True
+    #: FLOPs of one training batch (forward and backward), for ``ThroughputMonitor``'s FLOPs/s
+    #: and MFU; set it (e.g. with ``fulmen.utilities.measure_flops``) or define a property.
+    flops_per_batch: int | None = None
+    #: An input for ``forward`` (a tensor, a tuple/list of positional arguments or a dict of
+    #: keyword arguments); when set, ``ModelSummary`` shows each layer's in/out sizes and FLOPs.
+    example_input_array: Any = None
+    #: The ``__init__`` argument whose dict/Namespace ``save_hyperparameters(container)`` saved;
+    #: ``load_from_checkpoint`` passes the saved values back as that argument.
+    hparams_name: str | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -142,15 +151,22 @@ class Module(Hooks, torch.nn.Module):
 
     # ------------------------------------------------------------------ hyper-parameters
 
-    def save_hyperparameters(self, *names: str, ignore: str | list[str] | None = None,
+    def save_hyperparameters(self, *names: Any, ignore: str | list[str] | None = None,
                              logger: bool = True) -> None:
         """Record ``__init__`` arguments (all, or those named) in ``self.hparams``; they are
-        written to checkpoints and sent to the logger."""
+        written to checkpoints (modules and partials as re-creatable references) and, unless
+        ``logger=False``, sent to the loggers (``hparams.yaml``). One dict or
+        ``argparse.Namespace`` argument is saved as the hyper-parameters instead."""
+        ignore = [ignore] if isinstance(ignore, str) else list(ignore or [])
         frame = inspect.currentframe()
         assert frame is not None and frame.f_back is not None
         arguments = init_arguments(frame.f_back, self)
-        ignore = [ignore] if isinstance(ignore, str) else list(ignore or [])
-        chosen = select(arguments, names, ignore)
+        if len(names) == 1 and not isinstance(names[0], str):
+            chosen = {k: v for k, v in as_mapping(names[0]).items() if k not in ignore}
+            # the __init__ argument that held the container gets it back on loading
+            self.hparams_name = next((k for k, v in arguments.items() if v is names[0]), None)
+        else:
+            chosen = select(arguments, names, ignore)
         self._hparams.update(chosen)
         self._hparams_initial.update(chosen)
         self._log_hyperparams = logger
@@ -431,13 +447,22 @@ class Module(Hooks, torch.nn.Module):
                              strict: bool = True, weights_only: bool = True,
                              **kwargs: Any) -> Module:
         """Build the module from the hyper-parameters saved in a checkpoint (``kwargs``
-        override them) and load its weights. Reads fulmen and Lightning checkpoints."""
+        override them) and load its weights. Reads fulmen and Lightning checkpoints.
+        Hyper-parameters saved as references (``nn.Module``, ``functools.partial``: a
+        ``class_path`` and ``init_args``) are re-created, which imports and calls the recorded
+        class: load checkpoints you trust, or pass such objects in ``kwargs``."""
         from fulmen.trainer.checkpoint import load_state_into, read_checkpoint
 
         checkpoint = read_checkpoint(checkpoint_path, map_location, weights_only)
-        hparams = dict(checkpoint.get("hyper_parameters") or {})
-        hparams.update(kwargs)
-        model = cls(**hparams)
+        from fulmen.references import decode
+
+        saved = checkpoint.get("hyper_parameters") or {}
+        hparams = {k: decode(v) for k, v in saved.items() if k not in kwargs}  # re-created
+        name = checkpoint.get("hparams_name")
+        if isinstance(name, str) and name not in kwargs:  # saved from one dict/Namespace
+            model = cls(**{name: AttributeDict({**hparams, **kwargs})})
+        else:
+            model = cls(**{**hparams, **kwargs})
         model.on_load_checkpoint(checkpoint)
         load_state_into(model, checkpoint["state_dict"], strict, str(checkpoint_path))
         return model

@@ -123,34 +123,39 @@ def test_learning_rate_monitor_logs_each_group(tmp_path):
     logger = CSVLogger(tmp_path)
     fulmen.Trainer(callbacks=[monitor], **lean(max_epochs=2, logger=logger)).fit(
         TwoGroups(), loader(n=16))
-    assert monitor.lrs == {"lr-SGD/pg1": [0.1, 0.05], "lr-SGD/pg2": [0.01, 0.005],
-                           "lr-SGD/pg1-momentum": [0.9, 0.9], "lr-SGD/pg2-momentum": [0.9, 0.9]}
+    assert monitor.lrs == {"lr-SGD/pg1": [0.1, 0.05], "lr-SGD/pg2": [0.01, 0.005]}
+    assert monitor.last_momentum_values == {"lr-SGD/pg1-momentum": 0.9,
+                                            "lr-SGD/pg2-momentum": 0.9}
     assert "lr-SGD/pg1" in Path(logger.metrics_file_path).read_text().splitlines()[0]
-    with pytest.raises(ConfigurationError, match="LearningRateMonitor needs a logger"):
+    with pytest.raises(ConfigurationError, match="Cannot use `LearningRateMonitor` callback"):
         fulmen.Trainer(callbacks=[LearningRateMonitor()], **lean(max_epochs=1)).fit(
             TinyModule(), loader())
 
 
-def test_model_summary_prints_params_and_size(capsys):
-    fulmen.Trainer(callbacks=[ModelSummary()], **lean(max_epochs=1)).fit(TinyModule(), loader())
-    out = capsys.readouterr().out
-    assert re.search(r"0\s+net\s+Sequential\s+178", out)
-    assert "178  Trainable params" in out and "0.001  Total estimated model params size (MB)" \
-        in out
+def test_model_summary_logs_params_and_size(caplog):
+    with caplog.at_level("INFO", logger="fulmen"):
+        fulmen.Trainer(callbacks=[ModelSummary()], **lean(max_epochs=1)).fit(TinyModule(),
+                                                                             loader())
+    out = caplog.text
+    assert re.search(r"0 \| net\s+\| Sequential \| 178", out)
+    assert "178       Trainable params" in out
+    assert "0.001     Total estimated model params size (MB)" in out
 
 
 def test_progress_bar_prints_one_line_per_epoch_without_a_terminal(capsys):
-    trainer = fulmen.Trainer(callbacks=[TQDMProgressBar(enabled=False)],
-                             **lean(max_epochs=2))
+    trainer = fulmen.Trainer(callbacks=[TQDMProgressBar(interactive=False)],
+                             **lean(max_epochs=2, enable_progress_bar=True))
     trainer.fit(TinyModule(), loader(), loader())
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Epoch")]
-    assert lines[0].startswith("Epoch 0: 8 steps, train_loss=") and "val_acc=" in lines[0]
+    assert lines[0].startswith("Epoch 0: 8 steps, ")
+    assert "train_loss=" in lines[0] and "val_acc=" in lines[0]
     assert len(lines) == 2
 
 
 def test_progress_bar_draws_bars_on_a_terminal(capsys):
-    trainer = fulmen.Trainer(callbacks=[TQDMProgressBar(enabled=True, refresh_seconds=0)],
-                             **lean(max_epochs=1))
+    bar = TQDMProgressBar(interactive=True)
+    bar.min_refresh_seconds = 0
+    trainer = fulmen.Trainer(callbacks=[bar], **lean(max_epochs=1, enable_progress_bar=True))
     trainer.fit(TinyModule(), loader(), loader())
     out = capsys.readouterr().out
     assert "Epoch 0: 100%" in out and "8/8" in out and "train_loss=" in out

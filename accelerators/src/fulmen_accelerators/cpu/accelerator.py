@@ -47,3 +47,9 @@ class CPUAccelerator(Accelerator):
     @classmethod
     def get_parallel_devices(cls, device_ids: list[int]) -> list[torch.device]:
         return [torch.device("cpu")] * len(device_ids)
+
+    def get_device_stats(self, device: torch.device) -> dict[str, float]:
+        """``cpu_percent``, ``cpu_vm_percent``, ``cpu_swap_percent`` (needs ``psutil``)."""
+        from fulmen.utilities.device_stats import get_cpu_stats
+
+        return get_cpu_stats()

@@ -34,6 +34,19 @@ class CUDAAccelerator(Accelerator):
     def teardown(self) -> None:
         torch.cuda.empty_cache()
 
+    def get_device_stats(self, device: torch.device) -> dict[str, float]:
+        """``torch.cuda.memory_stats(device)``: the caching allocator's counters (bytes)."""
+        return {k: float(v) for k, v in torch.cuda.memory_stats(device).items()}
+
+    @classmethod
+    def get_available_flops(cls, device: torch.device, dtype: torch.dtype | str) -> int | None:
+        """Datasheet peak FLOPs of the chip for ``dtype`` (float32 counts as TF32 on Ampere and
+        later unless ``torch.get_float32_matmul_precision()`` is ``"highest"``)."""
+        from fulmen_accelerators.cuda.flops import available_flops
+
+        return available_flops(torch.cuda.get_device_name(device), dtype,
+                               torch.cuda.get_device_capability(device) >= (8, 0))
+
 
 def _visible() -> str | None:
     import os

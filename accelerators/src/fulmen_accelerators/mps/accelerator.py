@@ -31,3 +31,8 @@ class MPSAccelerator(Accelerator):
 
     def teardown(self) -> None:
         torch.mps.empty_cache()
+
+    def get_device_stats(self, device: torch.device) -> dict[str, float]:
+        """Memory held by tensors and by the Metal driver (bytes)."""
+        return {"mps.current_allocated_bytes": float(torch.mps.current_allocated_memory()),
+                "mps.driver_allocated_bytes": float(torch.mps.driver_allocated_memory())}

@@ -112,3 +112,15 @@ class Accelerator(Named, ABC):
 
     def teardown(self) -> None:
         """Release what ``setup_device`` took."""
+
+    def get_device_stats(self, device: torch.device) -> dict[str, float]:
+        """Statistics of ``device`` for ``DeviceStatsMonitor`` (memory in use, utilisation...),
+        as flat ``name -> number``; read on the calling process only, no collective. The default
+        is empty: a backend with nothing to report logs nothing."""
+        return {}
+
+    @classmethod
+    def get_available_flops(cls, device: torch.device, dtype: torch.dtype | str) -> int | None:
+        """Theoretical peak FLOPs per second of one ``device`` computing in ``dtype`` (the
+        denominator of ``ThroughputMonitor``'s MFU); None when unknown (the default)."""
+        return None

@@ -1,123 +1,177 @@
-"""Progress bars: tqdm bars on a terminal; one line per epoch when output is not a terminal."""
+"""``ProgressBar``: the base of progress bars — totals, descriptions and the metrics shown.
+
+The bars themselves: ``TQDMProgressBar`` (``fulmen.callbacks.tqdm_progress``, the default) and
+``RichProgressBar`` (``fulmen.callbacks.rich_progress``).
+"""
 
 from __future__ import annotations
 
 import math
 import sys
-import time
 from typing import Any
 
 from fulmen.callbacks.base import Callback
+from fulmen.utilities.rank_zero import rank_zero_warn
 
 
 class ProgressBar(Callback):
-    """Base class: the Trainer adds a ``TQDMProgressBar`` unless one of these is given."""
+    """Base class for progress bars: the Trainer adds its default bar unless one of these is
+    among the callbacks. Subclasses implement ``disable``/``enable`` and draw in the hooks;
+    ``get_metrics`` is what they show, the totals below how far there is to go."""
 
-    def metrics_text(self, trainer: Any) -> str:
-        metrics = trainer.progress_bar_metrics
-        return ", ".join(f"{k}={v:.4g}" for k, v in sorted(metrics.items()))
+    def __init__(self) -> None:
+        self._trainer: Any = None
+        self._current_eval_dataloader_idx: int | None = None
+
+    @property
+    def trainer(self) -> Any:
+        if self._trainer is None:
+            raise TypeError(f"The `{type(self).__name__}._trainer` reference has not been set "
+                            "yet: it is set when a Trainer stage starts (setup)")
+        return self._trainer
+
+    @property
+    def sanity_check_description(self) -> str:
+        return "Sanity Checking"
+
+    @property
+    def train_description(self) -> str:
+        return "Training"
+
+    @property
+    def validation_description(self) -> str:
+        return "Validation"
+
+    @property
+    def test_description(self) -> str:
+        return "Testing"
+
+    @property
+    def predict_description(self) -> str:
+        return "Predicting"
+
+    @property
+    def total_train_batches(self) -> int | float:
+        """Batches in this training epoch (``inf`` for an endless loader), capped by the steps
+        left when only ``max_steps`` bounds the run."""
+        trainer = self.trainer
+        if trainer.max_epochs == -1 and trainer.max_steps is not None and trainer.max_steps > 0:
+            return min(trainer.num_training_batches, trainer.max_steps - trainer.global_step)
+        return trainer.num_training_batches
+
+    def _current(self, batches: list[int | float]) -> int | float:
+        index = self._current_eval_dataloader_idx or 0
+        return batches[index] if index < len(batches) else 0
+
+    @property
+    def total_val_batches_current_dataloader(self) -> int | float:
+        trainer = self.trainer
+        return self._current(trainer.num_sanity_val_batches if trainer.sanity_checking
+                             else trainer.num_val_batches)
+
+    @property
+    def total_test_batches_current_dataloader(self) -> int | float:
+        return self._current(self.trainer.num_test_batches)
+
+    @property
+    def total_predict_batches_current_dataloader(self) -> int | float:
+        return self._current(self.trainer.num_predict_batches)
+
+    @property
+    def total_val_batches(self) -> int | float:
+        return sum(self.trainer.num_val_batches)
+
+    def has_dataloader_changed(self, dataloader_idx: int) -> bool:
+        old = self._current_eval_dataloader_idx
+        self._current_eval_dataloader_idx = dataloader_idx
+        return old != dataloader_idx
+
+    def reset_dataloader_idx_tracker(self) -> None:
+        self._current_eval_dataloader_idx = None
+
+    def disable(self) -> None:
+        """Stop drawing (the Trainer calls it on every rank but zero)."""
+        raise NotImplementedError
+
+    def enable(self) -> None:
+        """Draw again."""
+        raise NotImplementedError
+
+    def print(self, *args: Any, **kwargs: Any) -> None:
+        """``print`` without breaking the bars."""
+        print(*args, **kwargs)
+
+    def setup(self, trainer: Any, module: Any, stage: str) -> None:
+        self._trainer = trainer
+        if not trainer.is_global_zero:
+            self.disable()
+
+    def get_metrics(self, trainer: Any, module: Any) -> dict[str, int | str | float]:
+        """What the bar shows: ``v_num`` (the logger's version) and every value logged with
+        ``prog_bar=True``. Override to change it. Called only when a bar redraws: reading the
+        metrics copies device values to the host."""
+        standard = get_standard_metrics(trainer)
+        logged = trainer.progress_bar_metrics
+        duplicates = list(standard.keys() & logged.keys())
+        if duplicates:
+            rank_zero_warn(f"The progress bar already tracks a metric with the name(s) "
+                           f"'{', '.join(duplicates)}' and `self.log('{duplicates[0]}', ..., "
+                           "prog_bar=True)` will overwrite this value.  If this is undesired, "
+                           "change the name or override `get_metrics()` in the progress bar "
+                           "callback.")
+        return {**standard, **logged}
 
 
-class TQDMProgressBar(ProgressBar):
-    """Training and validation bars with the ``prog_bar=True`` metrics.
+class RefreshingBar(ProgressBar):
+    """A bar drawn every ``refresh_rate`` (0: never), switched by ``disable``/``enable``."""
 
-    On a terminal the bars redraw at most every ``refresh_seconds`` (metrics are read only
-    then, so the bar never forces a device sync per step). Without a terminal (CI logs, files)
-    there are no bars, and each epoch ends with one summary line on rank zero.
-    """
+    _refresh_rate = 1
+    _enabled = True
 
-    def __init__(self, refresh_seconds: float = 0.5, leave: bool = True,
-                 enabled: bool | None = None) -> None:
-        self.refresh_seconds = refresh_seconds
-        self.leave = leave
-        self.enabled = sys.stdout.isatty() if enabled is None else enabled
-        self._bar: Any = None
-        self._eval_bar: Any = None
-        self._last = 0.0
+    @property
+    def refresh_rate(self) -> int:
+        return self._refresh_rate
 
-    def _new_bar(self, trainer: Any, total: float, desc: str, leave: bool) -> Any:
-        from tqdm.auto import tqdm
+    @property
+    def is_enabled(self) -> bool:
+        return self._enabled and self.refresh_rate > 0
 
-        return tqdm(total=None if total == math.inf else int(total), desc=desc, leave=leave,
-                    dynamic_ncols=True, file=sys.stdout, disable=not trainer.is_global_zero,
-                    mininterval=self.refresh_seconds, smoothing=0)
+    @property
+    def is_disabled(self) -> bool:
+        return not self.is_enabled
 
-    # ------------------------------------------------------------------ training
+    def disable(self) -> None:
+        self._enabled = False
 
-    def on_train_epoch_start(self, trainer: Any, module: Any) -> None:
-        if self.enabled:
-            self._bar = self._new_bar(trainer, trainer.num_training_batches,
-                                      f"Epoch {trainer.current_epoch}", self.leave)
-            self._last = time.monotonic()
+    def enable(self) -> None:
+        self._enabled = True
 
-    def on_train_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any,
-                           batch_idx: int) -> None:
-        bar = self._bar
-        if bar is None:
-            return
-        bar.update(1)
-        now = time.monotonic()
-        if now - self._last >= self.refresh_seconds:
-            self._last = now
-            bar.set_postfix_str(self.metrics_text(trainer), refresh=False)
 
-    def on_train_epoch_end(self, trainer: Any, module: Any) -> None:
-        text = self.metrics_text(trainer)
-        if self._bar is not None:
-            self._bar.set_postfix_str(text, refresh=True)
-            self._bar.close()
-            self._bar = None
-        elif trainer.is_global_zero:
-            print(f"Epoch {trainer.current_epoch}: {trainer.global_step} steps"
-                  + (f", {text}" if text else ""), flush=True)
+def get_standard_metrics(trainer: Any) -> dict[str, int | str]:
+    """``{"v_num": version}`` of the first logger with one (long string versions: last four
+    characters); empty without loggers."""
+    items: dict[str, int | str] = {}
+    for logger in trainer.loggers:
+        version = logger.version
+        if version not in ("", None):
+            items["v_num"] = version[-4:] if isinstance(version, str) else version
+            break
+    return items
 
-    # ------------------------------------------------------------------ evaluation
 
-    def _eval_start(self, trainer: Any, desc: str) -> None:
-        if self.enabled:
-            total = sum(n for n in trainer.num_val_batches if n != math.inf) if (
-                desc.startswith("Valid") or desc.startswith("Sanity")) else None
-            self._eval_bar = self._new_bar(trainer, total or math.inf, desc,
-                                           leave=trainer.state != "fit")
+def convert_inf(x: int | float | None) -> int | float | None:
+    """None for an infinite total (tqdm and rich show no total then)."""
+    return None if x is None or math.isinf(x) or math.isnan(x) else x
 
-    def _eval_step(self) -> None:
-        if self._eval_bar is not None:
-            self._eval_bar.update(1)
 
-    def _eval_end(self) -> None:
-        if self._eval_bar is not None:
-            self._eval_bar.close()
-            self._eval_bar = None
+def interactive() -> bool:
+    """Whether output goes to a terminal or a notebook (bars are drawn only then)."""
+    try:
+        from IPython import get_ipython
 
-    def on_validation_start(self, trainer: Any, module: Any) -> None:
-        self._eval_start(trainer, "Sanity check" if trainer.sanity_checking else "Validation")
+        if get_ipython() is not None:
+            return True
+    except ImportError:
+        pass
+    return sys.stdout.isatty()
 
-    def on_validation_batch_end(self, *args: Any, **kwargs: Any) -> None:
-        self._eval_step()
-
-    def on_validation_end(self, trainer: Any, module: Any) -> None:
-        self._eval_end()
-
-    def on_test_start(self, trainer: Any, module: Any) -> None:
-        self._eval_start(trainer, "Testing")
-
-    def on_test_batch_end(self, *args: Any, **kwargs: Any) -> None:
-        self._eval_step()
-
-    def on_test_end(self, trainer: Any, module: Any) -> None:
-        self._eval_end()
-
-    def on_predict_start(self, trainer: Any, module: Any) -> None:
-        self._eval_start(trainer, "Predicting")
-
-    def on_predict_batch_end(self, *args: Any, **kwargs: Any) -> None:
-        self._eval_step()
-
-    def on_predict_end(self, trainer: Any, module: Any) -> None:
-        self._eval_end()
-
-    def on_exception(self, trainer: Any, module: Any, exception: BaseException) -> None:
-        for bar in (self._bar, self._eval_bar):
-            if bar is not None:
-                bar.close()
-        self._bar = self._eval_bar = None

@@ -70,11 +70,18 @@ class CSVLogger(VersionedLogger):
 
 
 def _plain(value: Any) -> Any:
-    """YAML-safe copy: containers kept, other objects written as their repr."""
+    """YAML-safe copy: containers kept, modules and partials as ``class_path``/``init_args``,
+    other objects written as their repr."""
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     if isinstance(value, str | int | float | bool) or value is None:
         return value
-    return repr(value)
+    from fulmen.references import NotReferable, encode
+
+    try:  # a module or partial: its class_path and init_args, as in checkpoints
+        encoded = encode(value)
+    except NotReferable:
+        return repr(value)
+    return repr(encoded) if encoded is value else _plain(encoded)

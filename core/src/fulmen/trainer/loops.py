@@ -131,6 +131,7 @@ def fit(trainer: Trainer, loaders: dict[str, Any]) -> None:
         raise ConfigurationError(f"trainer.fit got {len(train_loaders)} training dataloaders; "
                                  "combine them into one (e.g. a ConcatDataset)")
     first = train_loaders[0]
+    trainer._batches_stepped = trainer.global_step  # one step per batch unless manual
     if trainer.overfit_batches:
         first = data.without_shuffle(first)
     train = strategy.process_dataloader(first, "train", trainer.use_distributed_sampler)
@@ -189,8 +190,8 @@ def fit(trainer: Trainer, loaders: dict[str, Any]) -> None:
 
 def _val_interval(trainer: Trainer, n_batches: int | float) -> int | float:
     interval = trainer.val_check_interval
-    if interval is None or interval == 1.0:
-        return n_batches
+    if interval is None or (isinstance(interval, float) and interval == 1.0):
+        return n_batches  # 1.0: the whole epoch; the int 1 means every batch (Lightning)
     if isinstance(interval, float):
         if n_batches == math.inf:
             raise ConfigurationError(f"val_check_interval={interval} is a fraction of the epoch, "
@@ -275,6 +276,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
         if transfer is not None:
             batch = transfer(batch, 0)
         results.batch = batch
+        trainer._steps_before_batch = trainer.global_step
         if has_start and hooks("on_train_batch_start", batch, batch_idx) == -1:
             break
         batches.started += 1
@@ -333,6 +335,8 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
         batches.completed = batch_idx + 1
         if has_end:
             hooks("on_train_batch_end", output, batch, batch_idx)
+        if stepped:
+            trainer._batches_stepped += 1
         if loggers and stepped and trainer.global_step % log_every == 0:
             trainer._log_step_metrics(results)
         if preemption is not None and (stepped or not automatic) and (
@@ -438,6 +442,7 @@ def _sanity_check(trainer: Trainer, val: Any) -> None:
     assert hooks is not None
     n = trainer.num_sanity_val_steps
     limits = [b if n == -1 else min(b, n) for b in val[1]]
+    trainer.num_sanity_val_batches = limits
     trainer.sanity_checking = True
     hooks("on_sanity_check_start")
     with preserved_rng():
@@ -466,7 +471,10 @@ def _eval_loaders(trainer: Trainer, kind: str, explicit: Any,
     if during_fit and loaders and not any(counts):
         warnings.warn(f"every {kind} dataloader is empty; validation is skipped", stacklevel=3)
         return [], []
-    trainer.num_val_batches = counts if kind == "val" else trainer.num_val_batches
+    if kind == "val":
+        trainer.num_val_batches = counts
+    else:
+        trainer.num_test_batches = counts
     return loaders, counts
 
 
@@ -605,6 +613,7 @@ def predict(trainer: Trainer, explicit: Any, return_predictions: bool = True) ->
     counts = [data.num_batches(d, trainer.limit_predict_batches, "predict") for d in loaders]
     if not any(counts):
         raise ConfigurationError("every predict dataloader is empty (0 batches)")
+    trainer.num_predict_batches = counts
     module.on_predict_model_eval()
     transfer = make_transfer(trainer)
     pass_idx = len(loaders) > 1 and _takes_dataloader_idx(module.predict_step)

@@ -202,6 +202,9 @@ class Trainer(SelectionReport):
         self.ckpt_path: str | None = None  # the checkpoint the last stage restored from
         self.num_training_batches: int | float = 0
         self.num_val_batches: list[int | float] = []
+        self.num_sanity_val_batches: list[int | float] = []
+        self.num_test_batches: list[int | float] = []
+        self.num_predict_batches: list[int | float] = []
         self._results: Results | None = None
         self._train_results: Results | None = None
         self._metrics: dict[str, torch.Tensor] = {}
@@ -213,6 +216,8 @@ class Trainer(SelectionReport):
         self._restore: dict[str, Any] | None = None
         self._preemption: Preemption | None = None
         self._start_time = 0.0
+        self._steps_before_batch = 0  # global_step when the current training batch began
+        self._batches_stepped = 0  # training batches that made an optimizer step, this fit
 
     # ------------------------------------------------------------------ reporting
 
@@ -309,6 +314,15 @@ class Trainer(SelectionReport):
                     if entry.on_epoch:
                         out[entry.name] = value
         return out
+
+    @property
+    def should_update_logs(self) -> bool:
+        """Whether callbacks that log (``LearningRateMonitor``, ``ThroughputMonitor``,
+        ``DeviceStatsMonitor``) log at the current batch: it is the n-th batch that steps, n a
+        multiple of ``log_every_n_steps`` (the same answer from ``on_train_batch_start`` to
+        ``on_train_batch_end``), or training is stopping — Lightning's rule, which counts
+        batches (not optimizer steps) under manual optimization too."""
+        return (self._batches_stepped + 1) % self.log_every_n_steps == 0 or self.should_stop
 
     @property
     def logged_metrics(self) -> dict[str, Any]:
@@ -523,7 +537,7 @@ class Trainer(SelectionReport):
 
     def _log_hyperparams(self) -> None:
         params = dict(self.module.hparams_initial) if self.module is not None else {}
-        if self.datamodule is not None:
+        if self.datamodule is not None and self.datamodule._log_hyperparams:
             params.update(self.datamodule.hparams)
         if self.loggers and self.is_global_zero and getattr(self.module, "_log_hyperparams",
                                                             True):
@@ -678,6 +692,7 @@ class Trainer(SelectionReport):
     def _dump_checkpoint(self, weights_only: bool = False) -> dict[str, Any]:
         import fulmen
         from fulmen.checkpoint import manifest
+        from fulmen.references import encode_hparams
         from fulmen.seed import rng_states
 
         assert self.module is not None
@@ -686,7 +701,9 @@ class Trainer(SelectionReport):
             "epoch": self.current_epoch,
             "global_step": self.global_step,
             "state_dict": self.strategy.module_state_dict(),
-            "hyper_parameters": dict(self.module.hparams),
+            "hyper_parameters": encode_hparams(dict(self.module.hparams),
+                                               type(self.module).__name__),
+            "hparams_name": self.module.hparams_name,
             manifest.KEY: manifest.origin(self.strategy.name, self.world_size, self.num_nodes,
                                           str(self.precision)),
         }
@@ -873,17 +890,26 @@ def _as_list(value: Any, kind: type, flag: str) -> list[Any]:
 
 def _default_callbacks(callbacks: list[Callback], checkpointing: bool, progress: bool,
                        summary: bool) -> list[Callback]:
-    from fulmen.callbacks import ModelCheckpoint, ModelSummary
-    from fulmen.callbacks.progress import ProgressBar, TQDMProgressBar
+    from fulmen.callbacks import ModelCheckpoint, ModelSummary, RichModelSummary, RichProgressBar
+    from fulmen.callbacks.progress import ProgressBar
+    from fulmen.callbacks.tqdm_progress import TQDMProgressBar
 
     has = {kind: any(isinstance(c, kind) for c in callbacks)
            for kind in (ModelCheckpoint, ProgressBar, ModelSummary)}
+    bars = [type(c).__name__ for c in callbacks if isinstance(c, ProgressBar)]
+    if len(bars) > 1:
+        raise ConfigurationError(f"You added multiple progress bar callbacks to the Trainer "
+                                 f"({', '.join(bars)}); keep one of them")
+    if bars and not progress:
+        raise ConfigurationError(f"Trainer was configured with `enable_progress_bar=False` but "
+                                 f"found `{bars[0]}` in callbacks list; drop one of them")
     if has[ModelCheckpoint] and not checkpointing:
         raise ConfigurationError("Trainer(enable_checkpointing=False) was given a "
                                  "ModelCheckpoint callback; drop one of them")
     extra: list[Callback] = []
-    if summary and not has[ModelSummary]:
-        extra.append(ModelSummary())
+    if summary and not has[ModelSummary]:  # rich bars get the rich table, as in Lightning
+        rich = any(isinstance(c, RichProgressBar) for c in callbacks)
+        extra.append(RichModelSummary() if rich else ModelSummary())
     if progress and not has[ProgressBar]:
         extra.append(TQDMProgressBar())
     if checkpointing and not has[ModelCheckpoint]:

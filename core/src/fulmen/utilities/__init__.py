@@ -26,13 +26,22 @@ _EXPORTS = {
     "apply_to_collections": "fulmen.utilities.apply_func",
     "move_data_to_device": "fulmen.utilities.apply_func",
     "AttributeDict": "fulmen.hparams",
+    # monitoring
+    "Throughput": "fulmen.utilities.throughput",
+    "ThroughputMonitor": "fulmen.utilities.throughput",
+    "measure_flops": "fulmen.utilities.throughput",
+    "get_available_flops": "fulmen.utilities.throughput",
 }
 __all__ = [
     "AttributeDict",
+    "Throughput",
+    "ThroughputMonitor",
     "WarningCache",
     "apply_to_collection",
     "apply_to_collections",
+    "get_available_flops",
     "isolate_rng",
+    "measure_flops",
     "move_data_to_device",
     "pl_worker_init_function",
     "rank_prefixed_message",
@@ -69,4 +78,10 @@ if TYPE_CHECKING:
         rank_zero_info,
         rank_zero_only,
         rank_zero_warn,
+    )
+    from fulmen.utilities.throughput import (
+        Throughput,
+        ThroughputMonitor,
+        get_available_flops,
+        measure_flops,
     )
