@@ -58,7 +58,8 @@ checked = {"num_nodes": count, "max_steps": limit, "accumulate_grad_batches": co
            CS.nullable_schema(count), "gradient_clip_val": CS.nullable_schema(number),
            "val_check_interval": CS.nullable_schema(number),
            "gradient_clip_algorithm": CS.nullable_schema(CS.literal_schema(["norm", "value"])),
-           "deterministic": CS.nullable_schema(CS.union_schema([flag, CS.literal_schema(["warn"])])),
+           "deterministic": CS.nullable_schema(CS.union_schema([flag,
+                                                                CS.literal_schema(["warn"])])),
            "benchmark": CS.nullable_schema(flag)}
 checked.update({n: flag for n in ("detect_anomaly", "enable_checkpointing",
                                   "enable_progress_bar", "enable_model_summary",
