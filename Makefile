@@ -26,6 +26,9 @@ $(STAMP): constraints.txt requirements-dev.txt $(foreach d,$(DISTS) $(META) $(PL
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# The CPU build of torch first: with no torch present a looser requirement would pull CUDA wheels.
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q -c constraints.txt torch
+	# `fulmen` used to name the kernel (now fulmen-core): pip would uninstall such an install only
+	# after installing fulmen-core, taking the `fulmen` command fulmen-core just wrote with it.
+	$(PIP) uninstall -q -y fulmen 2>/dev/null || true
 	$(PIP) install -q -c constraints.txt -r requirements-dev.txt $(foreach d,$(DISTS) $(META) $(PLUGIN_DISTS),-e ./$(d))
 	# Build DeepSpeed's CPU op now, once, rather than inside the first timed test run.
 	$(PY) -c "from deepspeed.comm.torch import build_shm_op; build_shm_op()" >/dev/null
