@@ -3,7 +3,10 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check
+# The kernel (core/ = fulmen-core) and the default plugin distributions; meta/ is the `fulmen`
+# distribution users pip-install: no code, it depends on these and names the extras.
 DISTS  := core accelerators strategies precision environments
+META   := meta
 # Extra plugin packages under plugins/ (each its own distribution). fulmen-horovod is installed
 # too, but Horovod itself is built from source (minutes, patched for C++17) only by
 # `make install-horovod`; without it strategy="horovod" says how to get it.
@@ -19,19 +22,23 @@ export TORCH_EXTENSIONS_DIR := $(abspath $(VENV))/torch_extensions
 
 install: $(STAMP)
 
-$(STAMP): constraints.txt requirements-dev.txt $(foreach d,$(DISTS) $(PLUGIN_DISTS),$(d)/pyproject.toml)
+$(STAMP): constraints.txt requirements-dev.txt $(foreach d,$(DISTS) $(META) $(PLUGIN_DISTS),$(d)/pyproject.toml)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# The CPU build of torch first: with no torch present a looser requirement would pull CUDA wheels.
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q -c constraints.txt torch
-	$(PIP) install -q -c constraints.txt -r requirements-dev.txt $(foreach d,$(DISTS) $(PLUGIN_DISTS),-e ./$(d))
+	# `fulmen` used to name the kernel (now fulmen-core): pip would uninstall such an install only
+	# after installing fulmen-core, taking the `fulmen` command fulmen-core just wrote with it.
+	$(PIP) uninstall -q -y fulmen 2>/dev/null || true
+	$(PIP) install -q -c constraints.txt -r requirements-dev.txt $(foreach d,$(DISTS) $(META) $(PLUGIN_DISTS),-e ./$(d))
 	# Build DeepSpeed's CPU op now, once, rather than inside the first timed test run.
 	$(PY) -c "from deepspeed.comm.torch import build_shm_op; build_shm_op()" >/dev/null
 	touch $(STAMP)
 
 # Horovod (strategy="horovod"): built from its sdist against the installed torch (4-15 minutes on
-# 2 cores the first time; the wheel is cached outside the repository and reused).
+# 2 cores the first time; the wheel is cached outside the repository and reused). The script is
+# fulmen-horovod's `fulmen-build-horovod` command, which pip users run the same way.
 install-horovod: install
-	FULMEN_PYTHON=$(abspath $(PY)) plugins/horovod/build-horovod.sh
+	$(PY) -m fulmen_horovod.build
 
 # Trains an MLP on scikit-learn's bundled digits (CPU, no download), then tests the best checkpoint.
 demo: install

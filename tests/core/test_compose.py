@@ -245,7 +245,7 @@ def test_known_names_of_missing_distributions_say_what_to_install(python_without
                           capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert ("strategy='deepspeed_stage_2': no installed plugin registers this strategy; it comes "
-            "with the 'fulmen-deepspeed' distribution (pip install fulmen-deepspeed).") \
+            "with the 'fulmen-deepspeed' distribution (pip install 'fulmen[deepspeed]').") \
         in done.stdout
 
 
@@ -363,7 +363,8 @@ def test_hints_for_missing_names_are_data(tmp_path):
     shipped = known_plugins.load()
     assert "make" not in known_plugins.DATA.with_suffix(".py").read_text()
     assert shipped["strategy"]["horovod"].install.startswith(
-        "build it with plugins/horovod/build-horovod.sh")
+        "pip install 'fulmen[horovod]', then build Horovod for the installed torch with its "
+        "fulmen-build-horovod command")
 
 
 @pytest.mark.parametrize(("variables", "message"), [

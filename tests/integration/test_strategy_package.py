@@ -27,7 +27,7 @@ FILES = {
         [project]
         name = "fulmen-acme-ddp"
         version = "1.0.0"
-        dependencies = ["fulmen", "fulmen-strategies"]
+        dependencies = ["fulmen-core", "fulmen-strategies"]
 
         [project.entry-points."fulmen.plugins"]
         acme_ddp = "acme"

@@ -92,11 +92,14 @@ class _Versions(argparse.Action):
         from importlib import metadata
 
         lines = []
-        for name in ("fulmen", "torch"):
+        # `fulmen` is the distribution users install (it may be absent where only the kernel,
+        # fulmen-core, was installed); fulmen-core and torch are always there.
+        for name in ("fulmen", "fulmen-core", "torch"):
             try:
                 lines.append(f"{name} {metadata.version(name)}")
             except metadata.PackageNotFoundError:
-                lines.append(f"{name} (not installed)")
+                if name != "fulmen":
+                    lines.append(f"{name} (not installed)")
         plugin_dists = {(ep.dist.name, ep.dist.version) for ep in
                         metadata.entry_points(group="fulmen.plugins") if ep.dist is not None}
         lines += [f"{name} {version}" for name, version in sorted(plugin_dists)]

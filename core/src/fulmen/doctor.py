@@ -63,7 +63,11 @@ def _usable_cores() -> int | None:
 
 
 def _versions() -> dict[str, str]:
-    out = {"fulmen": metadata.version("fulmen")}
+    out = {"fulmen-core": metadata.version("fulmen-core")}
+    try:  # the distribution users install; absent where only the kernel was installed
+        out["fulmen"] = metadata.version("fulmen")
+    except metadata.PackageNotFoundError:
+        pass
     for ep in metadata.entry_points(group="fulmen.plugins"):
         if ep.dist is not None:
             out[ep.dist.name] = ep.dist.version

@@ -232,7 +232,7 @@ def test_without_the_distribution_the_error_says_what_to_install(tmp_path: Path)
                           timeout=60, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert ("strategy='deepspeed': no installed plugin registers this strategy; it comes with "
-            "the 'fulmen-deepspeed' distribution (pip install fulmen-deepspeed)") in done.stdout
+            "the 'fulmen-deepspeed' distribution (pip install 'fulmen[deepspeed]')") in done.stdout
     assert "importable: False" in done.stdout
 
 

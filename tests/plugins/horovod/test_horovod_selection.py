@@ -52,7 +52,9 @@ def test_without_the_plugin_distribution_the_name_points_to_it(plugin_env):
     fulmen.reload_plugins()
     with pytest.raises(ConfigurationError) as info:
         fulmen.Trainer(strategy="horovod", accelerator="cpu", devices=1, logger=False)
-    assert "'fulmen-horovod'" in str(info.value) and "make install-horovod" in str(info.value)
+    message = str(info.value)
+    assert "'fulmen-horovod'" in message and "pip install 'fulmen[horovod]'" in message
+    assert "fulmen-build-horovod" in message
 
 
 def test_listing_plugins_imports_neither_horovod_nor_the_strategy():

@@ -3,7 +3,8 @@
 Processes are always started by ``horovodrun`` (or ``mpirun``); the script is the same for one
 process or many. Horovod is imported only when the strategy is selected (listing plugins imports
 nothing from here but these records), and it is not a pip dependency of ``fulmen-horovod``:
-``make install-horovod`` builds it against the installed torch.
+the ``fulmen-build-horovod`` command (``make install-horovod`` in a checkout) builds it against
+the installed torch.
 """
 
 from fulmen import EnvironmentSpec, StrategySpec, hookimpl
@@ -11,7 +12,7 @@ from fulmen import EnvironmentSpec, StrategySpec, hookimpl
 #: Set by ``horovodrun --gloo`` in every worker (``horovodrun`` over MPI sets the MPI ones).
 MARKERS = ("HOROVOD_RANK", "HOROVOD_SIZE")
 INSTALL = ("fulmen-horovod does not install Horovod itself: build it against the installed "
-           "torch with plugins/horovod/build-horovod.sh (make install-horovod in a fulmen "
+           "torch with the fulmen-build-horovod command (make install-horovod in a fulmen "
            "checkout; see docs/horovod.md), or use strategy='ddp', which needs no extra library")
 
 

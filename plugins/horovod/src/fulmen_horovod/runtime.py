@@ -9,7 +9,8 @@ from fulmen import ConfigurationError
 INSTALL_HINT = (
     "fulmen-horovod does not pull Horovod in as a pip dependency: its last release (0.28.1) "
     "cannot be pip-built against current torch. Build it for the installed torch with "
-    "`make install-horovod` (runs plugins/horovod/build-horovod.sh: about 15 minutes on 2 cores "
+    "`fulmen-build-horovod` (a command of fulmen-horovod; `make install-horovod` in a fulmen "
+    "checkout runs it: about 15 minutes on 2 cores "
     "the first time, then the cached wheel is reused)")
 
 

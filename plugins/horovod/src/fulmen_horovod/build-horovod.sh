@@ -1,27 +1,32 @@
 #!/usr/bin/env bash
 # Builds Horovod (PyTorch + Gloo; no MPI, TensorFlow or MXNet) from its PyPI sdist against the
-# venv's torch, caches the wheel outside the repository and installs it into the venv.
+# environment's torch, caches the wheel and installs it into that environment. Shipped inside the
+# fulmen-horovod wheel; run it as `fulmen-build-horovod` (or `make install-horovod` in a checkout).
 #
 # Horovod 0.28.1 (its last release) pins C++14 in two CMakeLists files while torch >= 2.1 headers
 # need C++17; this script patches both. The build takes about 15 minutes on 2 cores, so the wheel
 # is kept in  ${XDG_CACHE_HOME:-$HOME/.cache}/fulmen/horovod-<version>-torch-<torch version>/  and
-# later runs only install it. torch is never replaced: every pip call passes -c constraints.txt.
+# later runs only install it. torch is never replaced: every pip call is constrained to the
+# installed torch version.
 #
-# Environment: FULMEN_PYTHON (default <repo>/.venv/bin/python), FULMEN_CACHE_DIR (cache root),
-# HOROVOD_BUILD_JOBS (parallel compile jobs, default 2, capped at 2 on shared machines: set it
-# higher yourself on a machine of your own).
+# Environment: FULMEN_PYTHON (the environment's python; default: python3 on PATH),
+# FULMEN_CACHE_DIR (cache root), HOROVOD_BUILD_JOBS (parallel compile jobs, default 2, capped at 2
+# on shared machines: set it higher yourself on a machine of your own).
 set -euo pipefail
 
 HOROVOD_VERSION=0.28.1
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-PYTHON=${FULMEN_PYTHON:-$ROOT/.venv/bin/python}
-CONSTRAINTS=$ROOT/constraints.txt
+PYTHON=${FULMEN_PYTHON:-python3}
 pip() { "$PYTHON" -m pip --disable-pip-version-check "$@"; }
 
 if ! TORCH_VERSION=$("$PYTHON" -c "import torch; print(torch.__version__)" 2>/dev/null); then
-    echo "build-horovod.sh: torch is not importable with $PYTHON; run 'make install' first." >&2
+    echo "build-horovod.sh: torch is not importable with $PYTHON; install fulmen (or torch)" \
+         "there first, or point FULMEN_PYTHON at the environment's python." >&2
     exit 1
 fi
+# Every pip call keeps the installed torch (a looser requirement could pull another build).
+CONSTRAINTS=$(mktemp "${TMPDIR:-/tmp}/fulmen-horovod-constraints.XXXXXX")
+echo "torch==$TORCH_VERSION" >"$CONSTRAINTS"
+trap 'rm -f "$CONSTRAINTS"' EXIT
 CACHE_ROOT=${FULMEN_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/fulmen}
 CACHE=$CACHE_ROOT/horovod-$HOROVOD_VERSION-torch-$TORCH_VERSION
 JOBS=${HOROVOD_BUILD_JOBS:-2}
@@ -61,7 +66,7 @@ if [ -z "$(wheel)" ]; then
         echo "build-horovod.sh: build path $WORK has characters Horovod's CMake cannot take;" \
              "set TMPDIR to a plain path" >&2; exit 1;;
     esac
-    trap 'rm -rf "$WORK"' EXIT
+    trap 'rm -rf "$WORK" "$CONSTRAINTS"' EXIT
     pip download -q --no-deps --no-binary :all: -d "$WORK" "horovod==$HOROVOD_VERSION"
     tar -xzf "$WORK/horovod-$HOROVOD_VERSION.tar.gz" -C "$WORK"
     SRC=$WORK/horovod-$HOROVOD_VERSION
