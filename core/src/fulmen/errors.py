@@ -49,7 +49,7 @@ class RendezvousError(FulmenError, TimeoutError):
     the message names the missing ranks, the address and port, and what to check."""
 
 
-class StageExit(Exception):  # noqa: N818 - control flow, not an error
+class StageExit(Exception):
     """Not an error: raised from a callback hook to end the running stage at once, skipping
     the rest of it; the Trainer tears down as after a finished run and the stage returns None.
     ``Tuner.lr_find``/``scale_batch_size`` use it to stop after tuning."""

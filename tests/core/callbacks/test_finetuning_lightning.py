@@ -325,7 +325,7 @@ def test_callbacks_restore_backbone(tmp_path):
 def test_backbone_required(tmp_path):
     trainer = fulmen.Trainer(default_root_dir=tmp_path, max_epochs=1, **QUIET,
                              callbacks=[BackboneFinetuning()])
-    with pytest.raises(ConfigurationError, match="should have a nn.Module `backbone`"):
+    with pytest.raises(ConfigurationError, match=r"should have a nn\.Module `backbone`"):
         trainer.fit(BoringModel())
     with pytest.raises(ConfigurationError, match="unfreeze_backbone_at_epoch=-1"):
         BackboneFinetuning(unfreeze_backbone_at_epoch=-1)

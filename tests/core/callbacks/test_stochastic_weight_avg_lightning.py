@@ -158,7 +158,7 @@ def test_swa_weights_are_the_average(tmp_path):
 
     class Snapshot(fulmen.Callback):
         def on_train_epoch_start(self, trainer, module):
-            if 1 <= trainer.current_epoch:  # swa_epoch_start=2 is zero-based epoch 1
+            if trainer.current_epoch >= 1:  # swa_epoch_start=2 is zero-based epoch 1
                 snapshots.append([p.detach().clone() for p in module.parameters()])
 
     model = SwaTestModel(batchnorm=False)
@@ -180,11 +180,7 @@ def test_swa_warns(tmp_path, caplog):
                              callbacks=StochasticWeightAveraging(swa_lrs=1e-2))
     with caplog.at_level(level=logging.INFO, logger="fulmen"), \
             pytest.warns(UserWarning, match="SWA is currently only supported"):
-        logging.getLogger("fulmen").propagate = True
-        try:
-            trainer.fit(model)
-        finally:
-            logging.getLogger("fulmen").propagate = False
+        trainer.fit(model)
     assert "Swapping scheduler `StepLR` for `SWALR`" in caplog.text
 
 

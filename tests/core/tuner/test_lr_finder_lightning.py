@@ -338,8 +338,8 @@ def test_lr_finder_callback_applies_lr_after_restore(tmp_path):
 
     finder = LearningRateFinder(num_training_steps=30, early_stop_threshold=None)
     model = Model()
-    trainer = _trainer(tmp_path, max_epochs=1, limit_train_batches=2, limit_val_batches=0,
-                       callbacks=[finder])
+    trainer = _trainer(tmp_path, max_epochs=1, limit_train_batches=40, limit_val_batches=0,
+                       callbacks=[finder])  # room for the trial's 30 steps
     trainer.fit(model)
     suggestion = finder.optimal_lr.suggestion()
     assert suggestion is not None and model.lr == suggestion

@@ -124,14 +124,15 @@ class BaseFinetuning(Callback):
                             params: Iterable[torch.nn.Parameter]) -> list[torch.nn.Parameter]:
         """``params`` without those the optimizer holds already (with a warning naming why)."""
         held = {id(p) for group in optimizer.param_groups for p in group["params"]}
-        out_params, removed = [], []
+        out_params: list[torch.nn.Parameter] = []
+        removed: list[torch.nn.Parameter] = []
         for param in params:
             (removed if id(param) in held else out_params).append(param)
         if removed:
             warnings.warn(
                 f"The provided params to be frozen already exist within another group of this "
-                f"optimizer ({len(removed)} of them). Those parameters will be skipped.\nHINT: Did you "
-                f"init your optimizer in `configure_optimizer` as such:\n "
+                f"optimizer ({len(removed)} of them). Those parameters will be skipped.\n"
+                "HINT: Did you init your optimizer in `configure_optimizer` as such:\n "
                 f"{type(optimizer)}(filter(lambda p: p.requires_grad, self.parameters()), ...) ",
                 stacklevel=2)
         return out_params
@@ -195,7 +196,7 @@ class BaseFinetuning(Callback):
 
 class BackboneFinetuning(BaseFinetuning):
     """Train the module's ``backbone`` from ``unfreeze_backbone_at_epoch`` on, its learning rate
-    starting at ``backbone_initial_lr`` (default: the current lr × ``backbone_initial_ratio_lr``)
+    starting at ``backbone_initial_lr`` (default: the current lr x ``backbone_initial_ratio_lr``)
     and multiplied by ``lambda_func(epoch + 1)`` each epoch; with ``should_align`` it never
     exceeds the rest of the model's lr."""
 

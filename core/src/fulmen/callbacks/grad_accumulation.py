@@ -56,13 +56,13 @@ class GradientAccumulationScheduler(Callback):
 
         from fulmen.module import Module
 
-        if any(is_overridden(name, module, Module)
-               for name in ("optimizer_step", "optimizer_zero_grad")):
-            if self.going_to_accumulate_grad_batches():
-                warnings.warn(
-                    "When using `Trainer(accumulate_grad_batches != 1)` and overriding "
-                    "`Module.optimizer_{step,zero_grad}`, the hooks will not be called on every "
-                    "batch (rather, they are called on every optimization step).", stacklevel=2)
+        if self.going_to_accumulate_grad_batches() and any(
+                is_overridden(name, module, Module)
+                for name in ("optimizer_step", "optimizer_zero_grad")):
+            warnings.warn(
+                "When using `Trainer(accumulate_grad_batches != 1)` and overriding "
+                "`Module.optimizer_{step,zero_grad}`, the hooks will not be called on every "
+                "batch (rather, they are called on every optimization step).", stacklevel=2)
         if trainer.accumulate_grad_batches != 1:
             raise ConfigurationError(
                 f"Trainer(accumulate_grad_batches={trainer.accumulate_grad_batches}) was given "

@@ -37,7 +37,7 @@ class StochasticWeightAveraging(Callback):
                  annealing_epochs: int = 10,
                  annealing_strategy: Literal["cos", "linear"] = "cos",
                  avg_fn: AvgFn | None = None,
-                 device: torch.device | str | None = torch.device("cpu")) -> None:
+                 device: torch.device | str | None = "cpu") -> None:
         given = (f"StochasticWeightAveraging(swa_lrs={swa_lrs!r}, "
                  f"swa_epoch_start={swa_epoch_start!r})")
         if isinstance(swa_epoch_start, bool) or not isinstance(swa_epoch_start, int | float) or (
@@ -154,7 +154,8 @@ class StochasticWeightAveraging(Callback):
         for lr, group in zip(self._swa_lrs, optimizer.param_groups):
             group["initial_lr"] = lr
         self._swa_scheduler = SWALR(
-            optimizer, swa_lr=self._swa_lrs, anneal_epochs=self._annealing_epochs,
+            optimizer, swa_lr=self._swa_lrs,  # type: ignore[arg-type]  # a list works
+            anneal_epochs=self._annealing_epochs,
             anneal_strategy=self._annealing_strategy,
             last_epoch=trainer.max_epochs if self._annealing_strategy == "cos" else -1)
         if self._scheduler_state is not None:
@@ -185,9 +186,9 @@ class StochasticWeightAveraging(Callback):
                 trainer.current_epoch - 1 == self.swa_end + 1:
             trainer.max_epochs -= 1  # the batch-norm epoch is over
             self.reset_momenta()
-        elif trainer.current_epoch - 1 == self.swa_end or self._max_epochs == -1:
-            if self._average_model is not None:
-                self.transfer_weights(self._average_model, module)
+        elif (trainer.current_epoch - 1 == self.swa_end or self._max_epochs == -1) and \
+                self._average_model is not None:
+            self.transfer_weights(self._average_model, module)
 
     @staticmethod
     def transfer_weights(src_pl_module: nn.Module, dst_pl_module: nn.Module) -> None:
@@ -204,13 +205,13 @@ class StochasticWeightAveraging(Callback):
             module.running_mean = torch.zeros_like(module.running_mean)
             module.running_var = torch.ones_like(module.running_var)
             self.momenta[module] = module.momentum
-            module.momentum = None  # type: ignore[assignment]
+            module.momentum = None
             assert module.num_batches_tracked is not None
             module.num_batches_tracked *= 0
 
     def reset_momenta(self) -> None:
         for bn_module, momentum in self.momenta.items():
-            bn_module.momentum = momentum  # type: ignore[assignment]
+            bn_module.momentum = momentum
 
     @staticmethod
     def update_parameters(average_model: nn.Module, model: nn.Module, n_averaged: Tensor,

@@ -370,7 +370,8 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             stepped = trainer.global_step != before
         if stepped and step_schedulers:
             _step_schedulers(trainer, "step")
-        if epoch_schedulers and batch_idx + 1 == n_batches and not forward_only:  # Lightning: at the last batch
+        # Lightning: epoch schedulers step at the last batch (not in a forward-only epoch)
+        if epoch_schedulers and batch_idx + 1 == n_batches and not forward_only:
             _step_schedulers(trainer, "epoch", plateau=False)
         batches.completed = batch_idx + 1
         if has_end:

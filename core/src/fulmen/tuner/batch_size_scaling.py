@@ -176,7 +176,7 @@ def dataset_length(trainer: Any) -> int | None:
 def adjust_batch_size(trainer: Any, batch_arg_name: str = "batch_size", factor: float = 1.0,
                       value: int | None = None, desc: str | None = None,
                       max_val: int = 8192) -> tuple[int, bool]:
-    """Set the batch size to ``value`` or ``factor`` × the current one (capped at ``max_val``,
+    """Set the batch size to ``value`` or ``factor`` x the current one (capped at ``max_val``,
     never beyond the dataset's length); returns it and whether it changed."""
     module, datamodule = trainer.lightning_module, trainer.datamodule
     batch_size = attributes.get(module, datamodule, batch_arg_name)

@@ -151,7 +151,7 @@ def check_arguments(min_lr: Any, max_lr: Any, num_training: Any, mode: Any,
 
 class LRCallback(Callback):
     """Records the learning rate before and the smoothed loss after each optimizer step, and
-    stops the trial when the loss exceeds ``early_stop_threshold`` × the best loss."""
+    stops the trial when the loss exceeds ``early_stop_threshold`` x the best loss."""
 
     def __init__(self, num_training: int, early_stop_threshold: float | None = 4.0,
                  beta: float = 0.98) -> None:
@@ -206,7 +206,7 @@ class LinearLR(LRScheduler):
         self.end_lr, self.num_iter = end_lr, num_iter
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float]:
+    def get_lr(self) -> list[Any]:
         r = (self.last_epoch + 1) / self.num_iter
         val = [base + r * (self.end_lr - base) for base in self.base_lrs] \
             if self.last_epoch > 0 else list(self.base_lrs)
@@ -214,7 +214,7 @@ class LinearLR(LRScheduler):
         return val
 
     @property
-    def lr(self) -> list[float]:
+    def lr(self) -> list[Any]:
         return self._lr
 
 
@@ -227,7 +227,7 @@ class ExponentialLR(LRScheduler):
         self.end_lr, self.num_iter = end_lr, num_iter
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float]:
+    def get_lr(self) -> list[Any]:
         r = (self.last_epoch + 1) / self.num_iter
         val = [base * (self.end_lr / base) ** r for base in self.base_lrs] \
             if self.last_epoch > 0 else list(self.base_lrs)
@@ -235,5 +235,5 @@ class ExponentialLR(LRScheduler):
         return val
 
     @property
-    def lr(self) -> list[float]:
+    def lr(self) -> list[Any]:
         return self._lr
