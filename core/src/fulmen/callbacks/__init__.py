@@ -3,7 +3,6 @@
 from fulmen.callbacks.base import Callback
 from fulmen.callbacks.checkpoint import ModelCheckpoint
 from fulmen.callbacks.early_stopping import EarlyStopping, EarlyStoppingReason
-
 from fulmen.callbacks.finetuning import BackboneFinetuning, BaseFinetuning
 from fulmen.callbacks.grad_accumulation import GradientAccumulationScheduler
 from fulmen.callbacks.lambda_function import LambdaCallback

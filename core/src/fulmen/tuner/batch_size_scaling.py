@@ -77,22 +77,35 @@ def scale_batch_size(trainer: Any, mode: str = "power", steps_per_trial: int = 3
     return new_size
 
 
+def _below_max(size: int, max_val: int) -> bool:
+    if size >= max_val:
+        rank_zero_info(f"Reached the maximum batch size limit of {max_val}. Stopping search.")
+        return False
+    return True
+
+
+def _trial_fits(trainer: Any, steps: int) -> bool:
+    """Run one trial; False when it ran out of memory (any other error propagates)."""
+    garbage_collection_cuda()
+    try:
+        trainer.run_trial(steps)
+    except RuntimeError as exception:
+        if not is_oom_error(exception):
+            raise
+        garbage_collection_cuda()
+        return False
+    return True
+
+
 def _run_power_scaling(trainer: Any, new_size: int, name: str, steps: int, max_trials: int,
                        max_val: int) -> int:
     """Double the size until a trial runs out of memory (then halve it once)."""
     any_success = False
     last_successful_size = new_size
     for i in range(max_trials):
-        garbage_collection_cuda()
-        if new_size >= max_val:
-            rank_zero_info(f"Reached the maximum batch size limit of {max_val}. Stopping search.")
+        if not _below_max(new_size, max_val):
             break
-        try:
-            trainer.run_trial(steps)
-        except RuntimeError as exception:
-            if not is_oom_error(exception):
-                raise
-            garbage_collection_cuda()
+        if not _trial_fits(trainer, steps):
             new_size, _ = adjust_batch_size(trainer, name, factor=0.5, desc="failed")
             if any_success:
                 break
@@ -115,16 +128,9 @@ def _run_binsearch_scaling(trainer: Any, new_size: int, name: str, steps: int, m
     low, high, count = 1, None, 0
     last_successful_size = new_size
     while True:
-        garbage_collection_cuda()
-        if new_size >= max_val:
-            rank_zero_info(f"Reached the maximum batch size limit of {max_val}. Stopping search.")
+        if not _below_max(new_size, max_val):
             break
-        try:
-            trainer.run_trial(steps)
-        except RuntimeError as exception:
-            if not is_oom_error(exception):
-                raise
-            garbage_collection_cuda()
+        if not _trial_fits(trainer, steps):
             high = new_size
             new_size, _ = adjust_batch_size(trainer, name, value=(high + low) // 2, desc="failed")
             if high - low <= 1:

@@ -197,19 +197,22 @@ class LRCallback(Callback):
         self.losses.append(smoothed_loss)
 
 
-class LinearLR(LRScheduler):
-    """Raises the learning rate linearly from the groups' initial lr to ``end_lr`` over
-    ``num_iter`` steps."""
+class _RangeLR(LRScheduler):
+    """Raises the learning rate from the groups' initial lr to ``end_lr`` over ``num_iter``
+    steps; subclasses say how (``_at``)."""
 
     def __init__(self, optimizer: torch.optim.Optimizer, end_lr: float, num_iter: int,
                  last_epoch: int = -1) -> None:
         self.end_lr, self.num_iter = end_lr, num_iter
         super().__init__(optimizer, last_epoch)
 
+    def _at(self, base: Any, r: float) -> Any:
+        raise NotImplementedError
+
     def get_lr(self) -> list[Any]:
         r = (self.last_epoch + 1) / self.num_iter
-        val = [base + r * (self.end_lr - base) for base in self.base_lrs] \
-            if self.last_epoch > 0 else list(self.base_lrs)
+        val = [self._at(base, r) for base in self.base_lrs] if self.last_epoch > 0 \
+            else list(self.base_lrs)
         self._lr = val
         return val
 
@@ -218,22 +221,15 @@ class LinearLR(LRScheduler):
         return self._lr
 
 
-class ExponentialLR(LRScheduler):
-    """Raises the learning rate exponentially from the groups' initial lr to ``end_lr`` over
-    ``num_iter`` steps."""
+class LinearLR(_RangeLR):
+    """Linearly from the initial lr to ``end_lr``."""
 
-    def __init__(self, optimizer: torch.optim.Optimizer, end_lr: float, num_iter: int,
-                 last_epoch: int = -1) -> None:
-        self.end_lr, self.num_iter = end_lr, num_iter
-        super().__init__(optimizer, last_epoch)
+    def _at(self, base: Any, r: float) -> Any:
+        return base + r * (self.end_lr - base)
 
-    def get_lr(self) -> list[Any]:
-        r = (self.last_epoch + 1) / self.num_iter
-        val = [base * (self.end_lr / base) ** r for base in self.base_lrs] \
-            if self.last_epoch > 0 else list(self.base_lrs)
-        self._lr = val
-        return val
 
-    @property
-    def lr(self) -> list[Any]:
-        return self._lr
+class ExponentialLR(_RangeLR):
+    """Exponentially from the initial lr to ``end_lr``."""
+
+    def _at(self, base: Any, r: float) -> Any:
+        return base * (self.end_lr / base) ** r
