@@ -10,7 +10,8 @@ Differences, on purpose:
   that happens to hold equal values).
 - A module without a ``backbone`` is a ``ConfigurationError`` at ``setup`` (Lightning:
   ``MisconfigurationException`` at ``on_fit_start``, after an ``AttributeError`` in set-up).
-- ``test_unsupported_strategies`` (DeepSpeed) is not ported.
+- ``test_unsupported_strategies`` reads ``Strategy.shards_parameters``: FSDP is refused too
+  (Lightning refuses only DeepSpeed, by class).
 """
 
 from __future__ import annotations
@@ -329,3 +330,14 @@ def test_backbone_required(tmp_path):
         trainer.fit(BoringModel())
     with pytest.raises(ConfigurationError, match="unfreeze_backbone_at_epoch=-1"):
         BackboneFinetuning(unfreeze_backbone_at_epoch=-1)
+
+
+@pytest.mark.parametrize("strategy", ["fsdp", "deepspeed"])
+def test_unsupported_strategies(strategy):
+    """Strategies that shard parameters or optimizer state (``Strategy.shards_parameters``)
+    are refused at set-up (Lightning: DeepSpeed only, by class)."""
+    if strategy == "deepspeed":
+        pytest.importorskip("deepspeed")
+    trainer = fulmen.Trainer(accelerator="cpu", strategy=strategy, devices=1, **QUIET)
+    with pytest.raises(ConfigurationError, match="does not support running with strategy"):
+        BackboneFinetuning().setup(trainer, BackboneBoringModel(), "fit")

@@ -4,8 +4,8 @@ Differences, on purpose: Lightning counts ``zero_grad`` calls by patching
 ``torch.optim.SGD.zero_grad``; here an optimizer subclass counts them (nothing is patched).
 Bad schedules raise ``fulmen.ConfigurationError`` (a ``ValueError``) where Lightning raises
 ``MisconfigurationException``/``TypeError``; manual optimization is a ``ConfigurationError``
-where Lightning raises ``RuntimeError``. Lightning's DeepSpeed refusal is not ported (it mocks
-the strategy class; fulmen never tests a strategy's class).
+where Lightning raises ``RuntimeError``. The DeepSpeed refusal reads the public
+``Strategy.fixed_accumulation`` of the real plugin (Lightning mocks the strategy class).
 """
 
 from __future__ import annotations
@@ -120,3 +120,14 @@ def test_raises_when_accumulate_grad_batches_with_callback(tmp_path):
     with pytest.raises(ValueError, match="`accumulate_grad_batches` and are using the "
                                          "`GradientAccumulationScheduler`"):
         trainer.fit(BoringModel())
+
+
+def test_unsupported_strategies():
+    """A strategy that fixes the factor at set-up (``Strategy.fixed_accumulation``: DeepSpeed)
+    is refused (Lightning mocks the strategy class; here the real plugin is composed)."""
+    pytest.importorskip("deepspeed")
+    trainer = fulmen.Trainer(accelerator="cpu", strategy="deepspeed", devices=1, **QUIET)
+    assert trainer.strategy.fixed_accumulation
+    with pytest.raises(ConfigurationError, match="does not support `accumulate_grad_batches` "
+                                                 "changing between epochs"):
+        GradientAccumulationScheduler({1: 2}).on_train_start(trainer, BoringModel())

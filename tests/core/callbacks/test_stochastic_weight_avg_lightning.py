@@ -11,9 +11,10 @@ Differences, on purpose:
 - On resume, the user's scheduler is dropped in ``on_load_checkpoint`` (fulmen loads scheduler
   states right after the callbacks' states, before ``on_fit_start``).
 - Bad arguments raise ``fulmen.ConfigurationError`` (Lightning: ``MisconfigurationException``).
-- Not ported: the GPU/MPS/deepspeed/fsdp cases; the 2-process ``ddp_spawn`` cases (the CPU
-  ``ddp_spawn`` variants need a sharded-model check and a spawn-safe backward count); the
-  sharded-model refusal (no public way yet to ask a strategy whether it shards parameters).
+- The sharded-model refusal reads ``Strategy.shards_parameters`` and is checked on the CPU
+  (Lightning: by class, on GPUs).
+- Not ported: the GPU/MPS cases; the 2-process ``ddp_spawn`` cases (they need a spawn-safe
+  backward count).
 """
 
 from __future__ import annotations
@@ -309,3 +310,13 @@ def test_swa_float_start_needs_max_epochs(tmp_path):
                              callbacks=[StochasticWeightAveraging(swa_lrs=0.1)])
     with pytest.raises(ConfigurationError, match="not supported when `max_epochs=-1`"):
         trainer.fit(SwaTestModel())
+
+
+@pytest.mark.parametrize("strategy", ["fsdp", "deepspeed"])
+def test_misconfiguration_error_with_sharded_model(strategy):
+    if strategy == "deepspeed":
+        pytest.importorskip("deepspeed")
+    trainer = fulmen.Trainer(accelerator="cpu", strategy=strategy, devices=1, logger=False,
+                             enable_progress_bar=False)
+    with pytest.raises(ConfigurationError, match="SWA does not currently support sharded models"):
+        SwaTestCallback(swa_epoch_start=2, swa_lrs=0.1).setup(trainer, SwaTestModel(), "fit")

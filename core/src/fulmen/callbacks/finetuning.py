@@ -154,6 +154,12 @@ class BaseFinetuning(Callback):
 
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
         self.freeze_before_training(module)
+        if trainer.strategy.shards_parameters:
+            raise ConfigurationError(
+                f"The Finetuning callback does not support running with strategy "
+                f"{trainer.strategy.name!r}, which shards parameters or optimizer state: new "
+                "parameter groups cannot reach it. Choose a different strategy (ddp, "
+                "single_device) or remove the callback")
 
     @staticmethod
     def _apply_mapping_to_param_groups(param_groups: list[dict[str, Any]],

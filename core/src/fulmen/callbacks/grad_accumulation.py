@@ -63,6 +63,11 @@ class GradientAccumulationScheduler(Callback):
                 "When using `Trainer(accumulate_grad_batches != 1)` and overriding "
                 "`Module.optimizer_{step,zero_grad}`, the hooks will not be called on every "
                 "batch (rather, they are called on every optimization step).", stacklevel=2)
+        if trainer.strategy.fixed_accumulation:
+            raise ConfigurationError(
+                f"GradientAccumulationScheduler: strategy {trainer.strategy.name!r} does not "
+                "support `accumulate_grad_batches` changing between epochs (it fixes the factor "
+                "at set-up); use Trainer(accumulate_grad_batches=n) or another strategy")
         if trainer.accumulate_grad_batches != 1:
             raise ConfigurationError(
                 f"Trainer(accumulate_grad_batches={trainer.accumulate_grad_batches}) was given "

@@ -93,6 +93,11 @@ class StochasticWeightAveraging(Callback):
         return any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in pl_module.modules())
 
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
+        if trainer.strategy.shards_parameters:
+            raise ConfigurationError(
+                f"SWA does not currently support sharded models (strategy "
+                f"{trainer.strategy.name!r}): use ddp or single_device, or remove "
+                "StochasticWeightAveraging")
         # The copy is taken before the strategy moves or wraps the module, without the trainer.
         module.trainer = None
         try:
