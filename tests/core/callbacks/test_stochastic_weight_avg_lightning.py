@@ -10,6 +10,7 @@ Differences, on purpose:
   ``Strategy.backward``).
 - On resume, the user's scheduler is dropped in ``on_load_checkpoint`` (fulmen loads scheduler
   states right after the callbacks' states, before ``on_fit_start``).
+- The resume tests load with fulmen's default ``weights_only=True`` (Lightning passes False).
 - Bad arguments raise ``fulmen.ConfigurationError`` (Lightning: ``MisconfigurationException``).
 - The sharded-model refusal reads ``Strategy.shards_parameters`` and is checked on the CPU
   (Lightning: by class, on GPUs).
@@ -259,14 +260,14 @@ def _swa_resume_training_from_checkpoint(tmp_path, model, resume_model):
     trainer = fulmen.Trainer(callbacks=SwaTestCallback(swa_epoch_start=3, swa_lrs=0.1),
                              **trainer_kwargs)
     with pytest.raises(Exception, match="SWA crash test"):
-        trainer.fit(model, weights_only=False)
+        trainer.fit(model)
     checkpoint_dir = Path(tmp_path) / "checkpoints"
     checkpoint_files = os.listdir(checkpoint_dir)
     assert len(checkpoint_files) == 1
     trainer = fulmen.Trainer(callbacks=SwaTestCallback(swa_epoch_start=3, swa_lrs=0.1),
                              **trainer_kwargs)
-    trainer.fit(resume_model, ckpt_path=str(checkpoint_dir / checkpoint_files[0]),
-                weights_only=False)
+    # SWA's state (averaged weights, SWALR's state) loads with weights_only=True
+    trainer.fit(resume_model, ckpt_path=str(checkpoint_dir / checkpoint_files[0]))
 
 
 class CustomSchedulerModel(SwaTestModel):
