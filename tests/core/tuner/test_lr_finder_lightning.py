@@ -76,44 +76,27 @@ def test_trainer_reset_correctly(tmp_path):
     assert model.trainer is trainer
 
 
+@pytest.mark.parametrize("attr_name", ["lr", "my_fancy_lr"])
 @pytest.mark.parametrize("use_hparams", [False, True])
-def test_tuner_lr_find(tmp_path, use_hparams):
+def test_tuner_lr_find(tmp_path, use_hparams, attr_name):
+    """Lightning's test_tuner_lr_find and test_trainer_arg_str in one: the attribute the
+    suggestion is written to, found by name or given with ``attr_name``."""
     fulmen.seed_everything(1)
 
     class CustomBoringModel(BoringModel):
-        def __init__(self, lr):
+        def __init__(self, **kwargs):
             super().__init__()
             self.save_hyperparameters()
-            self.lr = lr
+            setattr(self, attr_name, kwargs[attr_name])
 
         def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(),
-                                   lr=self.hparams.lr if use_hparams else self.lr)
+            lr = self.hparams[attr_name] if use_hparams else getattr(self, attr_name)
+            return torch.optim.SGD(self.parameters(), lr=lr)
 
-    model = CustomBoringModel(lr=1e-2)
-    Tuner(_trainer(tmp_path, max_epochs=2)).lr_find(model, update_attr=True)
-    after_lr = model.hparams.lr if use_hparams else model.lr
-    assert after_lr is not None and after_lr != 1e-2
-
-
-@pytest.mark.parametrize("use_hparams", [False, True])
-def test_trainer_arg_str(tmp_path, use_hparams):
-    fulmen.seed_everything(1)
-
-    class CustomBoringModel(BoringModel):
-        def __init__(self, my_fancy_lr):
-            super().__init__()
-            self.save_hyperparameters()
-            self.my_fancy_lr = my_fancy_lr
-
-        def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=self.hparams.my_fancy_lr
-                                   if use_hparams else self.my_fancy_lr)
-
-    model = CustomBoringModel(my_fancy_lr=1e-2)
-    Tuner(_trainer(tmp_path, max_epochs=2)).lr_find(model, update_attr=True,
-                                                    attr_name="my_fancy_lr")
-    after_lr = model.hparams.my_fancy_lr if use_hparams else model.my_fancy_lr
+    model = CustomBoringModel(**{attr_name: 1e-2})
+    Tuner(_trainer(tmp_path, max_epochs=2)).lr_find(
+        model, update_attr=True, attr_name="" if attr_name == "lr" else attr_name)
+    after_lr = model.hparams[attr_name] if use_hparams else getattr(model, attr_name)
     assert after_lr is not None and after_lr != 1e-2
 
 
