@@ -47,3 +47,9 @@ def format_choices(choices: Iterable[str]) -> str:
 class RendezvousError(FulmenError, TimeoutError):
     """The processes of a run did not all join the process group within the rendezvous timeout;
     the message names the missing ranks, the address and port, and what to check."""
+
+
+class StageExit(Exception):
+    """Not an error: raised from a callback hook to end the running stage at once, skipping
+    the rest of it; the Trainer tears down as after a finished run and the stage returns None.
+    ``Tuner.lr_find``/``scale_batch_size`` use it to stop after tuning."""

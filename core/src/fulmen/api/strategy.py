@@ -47,6 +47,15 @@ class Strategy(Named, ABC):
     cluster_environment: ClusterEnvironment
     checkpoint_io: CheckpointIO
 
+    #: True when parameters or optimizer state are split across processes (FSDP, DeepSpeed,
+    #: sharded DDP): callbacks that copy the whole module or regroup the optimizer's parameters
+    #: (StochasticWeightAveraging, BaseFinetuning) refuse such a strategy.
+    shards_parameters: bool = False
+    #: True when the strategy reads ``run_config.accumulate_grad_batches`` once, at set-up
+    #: (DeepSpeed's engine config), so the factor cannot change between epochs
+    #: (GradientAccumulationScheduler refuses such a strategy).
+    fixed_accumulation: bool = False
+
     def __init__(self) -> None:
         self.launcher: Launcher | None = None
         self.parallel_devices: list[torch.device] = []

@@ -59,6 +59,11 @@ def _overrides(obj: Any, name: str, base: type) -> bool:
     return method is not None and method is not getattr(base, name, None)
 
 
+def _callback_overrides(callback: Callback, name: str) -> bool:
+    """Overridden in the callback's class, or given to this instance (``LambdaCallback``)."""
+    return name in vars(callback) or _overrides(callback, name, Callback)
+
+
 class HookTable:
     """name → (is_module, callable) pairs for the hooks something overrides."""
 
@@ -80,12 +85,12 @@ class HookTable:
         for name in HOOK_NAMES + CALLBACK_ONLY:
             calls: list[tuple[bool, Callable[..., Any]]] = []
             calls += [(False, functools.partial(getattr(c, name), trainer, module))
-                      for c in plain if _overrides(c, name, Callback)]
+                      for c in plain if _callback_overrides(c, name)]
             if name not in CALLBACK_ONLY and _overrides(module, name, Hooks):
                 calls.append((True, getattr(module, name)))
             monitoring: list[tuple[bool, Callable[..., Any]]] = [
                 (False, functools.partial(getattr(c, name), trainer, module))
-                for c in monitors if _overrides(c, name, Callback)]
+                for c in monitors if _callback_overrides(c, name)]
             if calls or monitoring:
                 self.table[name] = tuple(calls + monitoring)
                 self.main[name], self.last[name] = tuple(calls), tuple(monitoring)

@@ -28,6 +28,15 @@ from fulmen.trainer.progress import Counter, FitProgress
 if TYPE_CHECKING:
     from fulmen.trainer.trainer import Trainer
 
+#: The Trainer flags a trial (``Trainer.run_trial``) changes, per stage (the first one is the
+#: stage's batch limit).
+STAGE_LIMITS = {
+    "fit": ("max_steps", "max_time", "min_steps", "min_epochs", "limit_val_batches"),
+    "validate": ("limit_val_batches",),
+    "test": ("limit_test_batches",),
+    "predict": ("limit_predict_batches",),
+}
+
 _TRANSFER_HOOKS = ("on_before_batch_transfer", "transfer_batch_to_device",
                    "on_after_batch_transfer")
 
@@ -119,9 +128,61 @@ def fit_state(trainer: Trainer) -> dict[str, Any]:
     return state
 
 
-def fit(trainer: Trainer, loaders: dict[str, Any]) -> None:
-    module, strategy, hooks = trainer.module, trainer.strategy, trainer._hooks
+def fit(trainer: Trainer, loaders: dict[str, Any], trial: bool = False) -> None:
+    """The fit loop. ``trial``: a tuner's trial run inside a fit (``Trainer.run_trial``): no
+    ``on_fit_start``/``on_fit_end`` and no sanity check."""
+    module, hooks = trainer.module, trainer._hooks
     assert module is not None and hooks is not None
+    restore = trainer._restore or {}
+    loop_state = restore.get("loops", {}).get("fit", {})
+    if restore:
+        progress = FitProgress.from_state(loop_state.get("progress", loop_state),
+                                          restore["epoch"])
+        trainer.current_epoch = progress.epochs.completed
+    else:
+        progress = FitProgress()
+        progress.epochs = Counter(trainer.current_epoch, trainer.current_epoch)
+    progress.steps = Counter(trainer.global_step, trainer.global_step)
+    trainer._progress = progress
+    mid_epoch = restore and progress.in_epoch
+    module.train()
+    if not trial:
+        hooks("on_fit_start")
+    # The data is set up after on_fit_start (as Lightning): a tuner may change the batch size.
+    train, n_batches, val, val_every = _fit_data(trainer, loaders)
+    if not trial and trainer.num_sanity_val_steps and val[0] and n_batches:
+        _sanity_check(trainer, val)
+    hooks("on_train_start")
+    check_trainable = module.automatic_optimization
+    total = trainer.current_epoch * (int(n_batches) if n_batches != math.inf else 0)
+    while not trainer.should_stop and n_batches:
+        if trainer.max_epochs != -1 and trainer.current_epoch >= trainer.max_epochs:
+            break
+        if 0 <= trainer.max_steps <= trainer.global_step:
+            break
+        resume = loop_state if mid_epoch else None
+        if restore and not mid_epoch and "rng_states" in restore:
+            set_rng_states(restore["rng_states"])
+        total = _train_epoch(trainer, train, n_batches, val, val_every, total, resume,
+                             restore.get("rng_states"), check_trainable)
+        check_trainable = False
+        restore, loop_state, mid_epoch = {}, {}, False
+        if trainer.should_stop and not _minimum_reached(trainer):
+            trainer.should_stop = False  # min_epochs/min_steps win over early stopping
+        if _out_of_time(trainer):
+            trainer.should_stop = True
+        trainer.current_epoch += 1
+    hooks("on_train_end")
+    if not trial:
+        hooks("on_fit_end")
+
+
+def _fit_data(trainer: Trainer, loaders: dict[str, Any]
+              ) -> tuple[Any, int | float, Any, int | float | None]:
+    """The training loader, its batch count, the validation loaders and the validation
+    interval, checked."""
+    module, strategy = trainer.module, trainer.strategy
+    assert module is not None
     train_loaders = data.resolve(loaders["train"], trainer.datamodule, module, "train")
     if not train_loaders:
         raise ConfigurationError("trainer.fit found no training data: pass train_dataloaders=, "
@@ -149,43 +210,7 @@ def fit(trainer: Trainer, loaders: dict[str, Any]) -> None:
                 raise ConfigurationError(f"Trainer({flag}=...) applies to automatic optimization;"
                                          " with automatic_optimization=False do it in "
                                          "training_step (self.clip_gradients, stepping every n)")
-
-    restore = trainer._restore or {}
-    loop_state = restore.get("loops", {}).get("fit", {})
-    if restore:
-        progress = FitProgress.from_state(loop_state.get("progress", loop_state),
-                                          restore["epoch"])
-        trainer.current_epoch = progress.epochs.completed
-    else:
-        progress = FitProgress()
-        progress.epochs = Counter(trainer.current_epoch, trainer.current_epoch)
-    progress.steps = Counter(trainer.global_step, trainer.global_step)
-    trainer._progress = progress
-    mid_epoch = restore and progress.in_epoch
-    module.train()
-    hooks("on_fit_start")
-    if trainer.num_sanity_val_steps and val[0] and n_batches:
-        _sanity_check(trainer, val)
-    hooks("on_train_start")
-    total = trainer.current_epoch * (int(n_batches) if n_batches != math.inf else 0)
-    while not trainer.should_stop and n_batches:
-        if trainer.max_epochs != -1 and trainer.current_epoch >= trainer.max_epochs:
-            break
-        if 0 <= trainer.max_steps <= trainer.global_step:
-            break
-        resume = loop_state if mid_epoch else None
-        if restore and not mid_epoch and "rng_states" in restore:
-            set_rng_states(restore["rng_states"])
-        total = _train_epoch(trainer, train, n_batches, val, val_every, total, resume,
-                             restore.get("rng_states"))
-        restore, loop_state, mid_epoch = {}, {}, False
-        if trainer.should_stop and not _minimum_reached(trainer):
-            trainer.should_stop = False  # min_epochs/min_steps win over early stopping
-        if _out_of_time(trainer):
-            trainer.should_stop = True
-        trainer.current_epoch += 1
-    hooks("on_train_end")
-    hooks("on_fit_end")
+    return train, n_batches, val, val_every
 
 
 def _val_interval(trainer: Trainer, n_batches: int | float) -> int | float:
@@ -216,9 +241,19 @@ def _should_validate(trainer: Trainer, batch_idx: int, total: int, n_batches: in
     return done % every == 0 if every < n_batches else done == n_batches
 
 
+def _check_trainable(module: Module) -> None:
+    """Refuse, before the first step, a module with nothing to train. Checked after the first
+    ``on_train_epoch_start``, where fine-tuning callbacks unfreeze what they train."""
+    if not any(p.requires_grad for p in module.parameters()):
+        raise ConfigurationError(
+            f"{type(module).__name__} has no trainable parameters (none, or all with "
+            "requires_grad=False): fit would change nothing. Unfreeze some (by "
+            "on_train_epoch_start of the first epoch), or use trainer.validate/test/predict")
+
+
 def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any,
                  val_every: int | float | None, total: int, resume: dict[str, Any] | None,
-                 rng_at_save: Any) -> int:
+                 rng_at_save: Any, check_trainable: bool = False) -> int:
     module, strategy, hooks = trainer.module, trainer.strategy, trainer._hooks
     assert module is not None and hooks is not None
     results = trainer._new_results("train")
@@ -227,6 +262,8 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
         results.load_state_dict(resume["results"])
     _set_epoch(loader, trainer.current_epoch)
     hooks("on_train_epoch_start")
+    if check_trainable:
+        _check_trainable(module)
 
     epoch_rng = resume["epoch_rng"] if resume is not None else rng_states()
     if resume is not None:
@@ -246,6 +283,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
     automatic = module.automatic_optimization
     optimizer: Any = trainer.optimizers[0] if automatic and trainer.optimizers else None
     accumulate = trainer.accumulate_grad_batches
+    forward_only = automatic and trainer.skip_backward
     step = compiling.time_first_call(profiled_step(hooks.profiler, strategy.step),
                                      trainer.compile_options is not None)
     has_start, has_end = hooks.has("on_train_batch_start"), hooks.has("on_train_batch_end")
@@ -281,7 +319,11 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             break
         batches.started += 1
         stepped = False
-        if automatic:
+        if forward_only:  # e.g. SWA's batch-norm epoch: statistics only, nothing optimized
+            results.hook = "training_step"
+            with torch.no_grad():
+                output = step("training_step", batch, batch_idx)
+        elif automatic:
             first = batch_idx % accumulate == 0
             last = (batch_idx + 1) % accumulate == 0 or batch_idx + 1 == n_batches
 
@@ -330,7 +372,8 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             stepped = trainer.global_step != before
         if stepped and step_schedulers:
             _step_schedulers(trainer, "step")
-        if epoch_schedulers and batch_idx + 1 == n_batches:  # Lightning: at the last batch
+        # Lightning: epoch schedulers step at the last batch (not in a forward-only epoch)
+        if epoch_schedulers and batch_idx + 1 == n_batches and not forward_only:
             _step_schedulers(trainer, "epoch", plateau=False)
         batches.completed = batch_idx + 1
         if has_end:
@@ -354,7 +397,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
         if trainer.should_stop and _minimum_reached(trainer):
             break
     ran_batches = batches.completed - start
-    if automatic and ran_batches and losses == 0:
+    if automatic and ran_batches and losses == 0 and not forward_only:
         warnings.warn(f"training_step returned None for every batch of epoch {epoch} "
                       f"({ran_batches} batches): nothing was trained. Return the "
                       "loss (a tensor, or a dict with 'loss'); None skips a batch",
@@ -481,21 +524,29 @@ def _eval_loaders(trainer: Trainer, kind: str, explicit: Any,
 def evaluate_stage(trainer: Trainer, stage: str, loaders: dict[str, Any],
                    verbose: bool = True) -> list[dict[str, float]]:
     kind = "val" if stage == "validate" else "test"
-    found = _eval_loaders(trainer, kind, loaders.get(kind))
-    if not found[0]:
-        raise ConfigurationError(f"trainer.{stage} found no {kind} data: pass dataloaders=, a "
-                                 f"datamodule with {data.METHODS[kind]}(), or define "
-                                 f"{data.METHODS[kind]}() on the module")
-    if not any(found[1]):
-        raise ConfigurationError(f"every {kind} dataloader is empty (0 batches)")
-    results = evaluate(trainer, stage, *found)
+
+    def resolve() -> tuple[list[Any], list[int | float]]:
+        found = _eval_loaders(trainer, kind, loaders.get(kind))
+        if not found[0]:
+            raise ConfigurationError(f"trainer.{stage} found no {kind} data: pass dataloaders=, "
+                                     f"a datamodule with {data.METHODS[kind]}(), or define "
+                                     f"{data.METHODS[kind]}() on the module")
+        if not any(found[1]):
+            raise ConfigurationError(f"every {kind} dataloader is empty (0 batches)")
+        return found
+
+    results = evaluate(trainer, stage, *resolve(), reload=resolve)
     if verbose and trainer.is_global_zero:
         print_results(stage, results)
     return results
 
 
 def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int | float],
-             during_fit: bool = False, sanity: bool = False) -> list[dict[str, float]]:
+             during_fit: bool = False, sanity: bool = False,
+             reload: Callable[[], tuple[list[Any], list[int | float]]] | None = None
+             ) -> list[dict[str, float]]:
+    """One evaluation run. ``reload``: sets the data up again when a trial in
+    ``on_<stage>_start`` (a batch-size search) changed it."""
     module, strategy, hooks = trainer.module, trainer.strategy, trainer._hooks
     assert module is not None and hooks is not None
     step = profiled_step(hooks.profiler, strategy.step)
@@ -512,8 +563,11 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
     model_hook = "on_test_model" if prefix == "test" else "on_validation_model"
     getattr(module, f"{model_hook}_eval")()
     transfer = make_transfer(trainer)
-    pass_idx = len(loaders) > 1 and _takes_dataloader_idx(getattr(module, method))
     hooks(f"on_{prefix}_start")
+    if reload is not None and trainer._data_changed:
+        loaders, counts = reload()
+        trainer._data_changed = False
+    pass_idx = len(loaders) > 1 and _takes_dataloader_idx(getattr(module, method))
     hooks(f"on_{prefix}_epoch_start")
     logged_steps = 0  # Lightning's step axis for eval on_step values: batches in this run
     with _no_grad(trainer):
@@ -604,22 +658,31 @@ def predict(trainer: Trainer, explicit: Any, return_predictions: bool = True) ->
     module, strategy, hooks = trainer.module, trainer.strategy, trainer._hooks
     assert module is not None and hooks is not None
     step = profiled_step(hooks.profiler, strategy.step)
-    loaders = data.resolve(explicit, trainer.datamodule, module, "predict")
-    if not loaders:
-        raise ConfigurationError("trainer.predict found no data: pass dataloaders=, a datamodule "
-                                 "with predict_dataloader(), or define predict_dataloader()")
-    loaders = [strategy.process_dataloader(d, "predict", trainer.use_distributed_sampler)
-               for d in loaders]
-    counts = [data.num_batches(d, trainer.limit_predict_batches, "predict") for d in loaders]
-    if not any(counts):
-        raise ConfigurationError("every predict dataloader is empty (0 batches)")
-    trainer.num_predict_batches = counts
+
+    def resolve() -> tuple[list[Any], list[int | float]]:
+        found = data.resolve(explicit, trainer.datamodule, module, "predict")
+        if not found:
+            raise ConfigurationError("trainer.predict found no data: pass dataloaders=, a "
+                                     "datamodule with predict_dataloader(), or define "
+                                     "predict_dataloader()")
+        found = [strategy.process_dataloader(d, "predict", trainer.use_distributed_sampler)
+                 for d in found]
+        counts = [data.num_batches(d, trainer.limit_predict_batches, "predict") for d in found]
+        if not any(counts):
+            raise ConfigurationError("every predict dataloader is empty (0 batches)")
+        trainer.num_predict_batches = counts
+        return found, counts
+
+    loaders, counts = resolve()
     module.on_predict_model_eval()
     transfer = make_transfer(trainer)
-    pass_idx = len(loaders) > 1 and _takes_dataloader_idx(module.predict_step)
     all_outputs: list[list[Any]] = []
     results = trainer._results = trainer._new_results("predict")  # so self.log can refuse
     hooks("on_predict_start")
+    if trainer._data_changed:  # a trial in on_predict_start (a batch-size search) changed it
+        loaders, counts = resolve()
+        trainer._data_changed = False
+    pass_idx = len(loaders) > 1 and _takes_dataloader_idx(module.predict_step)
     hooks("on_predict_epoch_start")
     with _no_grad(trainer):
         for dl_idx, (loader, count) in enumerate(zip(loaders, counts)):

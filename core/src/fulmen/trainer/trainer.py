@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from fulmen.api import RunConfig
 from fulmen.callbacks.base import Callback
 from fulmen.connector import SelectionReport, select
 from fulmen.datamodule import DataModule
-from fulmen.errors import ConfigurationError, FulmenError
+from fulmen.errors import ConfigurationError, FulmenError, StageExit
 from fulmen.hang import HangDoctor
 from fulmen.legacy import translate_flag
 from fulmen.module import Module
@@ -197,6 +198,11 @@ class Trainer(SelectionReport):
         self.current_epoch = 0
         self.global_step = 0
         self.should_stop = False
+        #: True: the training batches of the coming epoch run ``training_step`` only, under
+        #: ``torch.no_grad`` (no zero_grad, backward, optimizer or scheduler step; global_step
+        #: stays). Read at each epoch start; ``StochasticWeightAveraging`` sets it for the epoch
+        #: that recomputes batch-norm statistics. Automatic optimization only.
+        self.skip_backward = False
         self.state = "initializing"
         self.sanity_checking = False
         self.ckpt_path: str | None = None  # the checkpoint the last stage restored from
@@ -218,6 +224,8 @@ class Trainer(SelectionReport):
         self._start_time = 0.0
         self._steps_before_batch = 0  # global_step when the current training batch began
         self._batches_stepped = 0  # training batches that made an optimizer step, this fit
+        self._stage_loaders: dict[str, Any] = {}  # what the running stage was given
+        self._data_changed = False  # a trial ran: evaluation/predict set their data up again
 
     # ------------------------------------------------------------------ reporting
 
@@ -299,7 +307,10 @@ class Trainer(SelectionReport):
 
     @property
     def lr_scheduler_configs(self) -> list[LRSchedulerConfig]:
-        return list(self._lr_scheduler_configs)
+        """The schedulers of the running fit and when they step: the live list, as in
+        Lightning, so a callback may replace or append one (``StochasticWeightAveraging``
+        swaps in its ``SWALR``). The loop reads it at every epoch start."""
+        return self._lr_scheduler_configs
 
     @property
     def callback_metrics(self) -> dict[str, torch.Tensor]:
@@ -389,6 +400,83 @@ class Trainer(SelectionReport):
         self.strategy.save_checkpoint(checkpoint, filepath)
         self.strategy.barrier("save_checkpoint")
 
+    @property
+    def dataloaders_from_module(self) -> bool:
+        """True when the running stage takes its data from the module's or datamodule's
+        ``*_dataloader()`` methods (no dataloaders were passed to fit/validate/test/predict), so
+        a changed batch size takes effect when the data is set up again."""
+        return all(v is None for v in self._stage_loaders.values())
+
+    def run_trial(self, steps: int, callbacks: Sequence[Callback] = (),
+                  prepare: Callable[[], None] | None = None) -> None:
+        """Run a trial inside the running stage and put everything back: for tuners
+        (``LearningRateFinder``, ``BatchSizeFinder``), called from ``on_<stage>_start``.
+
+        Under fit: up to ``steps`` optimizer steps of the training loop (no validation, sanity
+        check, ``on_fit_start``/``on_fit_end``); under validate/test/predict: ``steps`` batches
+        of that loop. Only ``callbacks`` (and the module's hooks) run, nothing is logged, and the
+        data is set up afresh from the module or datamodule. Afterwards the weights, optimizer
+        and scheduler states, random state, counters, callbacks and loggers are as before, also
+        when the trial raises (e.g. out of memory): the exception propagates. ``prepare`` runs
+        after the state is saved, before the trial: change learning rates or
+        ``lr_scheduler_configs`` there, and they are put back too.
+        """
+        from fulmen.seed import rng_states, set_rng_states
+
+        if self.module is None or self._hooks is None or self.state not in loops.STAGE_LIMITS:
+            raise FulmenError("trainer.run_trial runs inside a stage: call it from a callback "
+                              "hook of fit/validate/test/predict (e.g. on_fit_start)")
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise ConfigurationError(f"trainer.run_trial(steps={steps!r}): expected an int >= 1")
+        saved_flags = {flag: getattr(self, flag) for flag in loops.STAGE_LIMITS[self.state]}
+        counters = (self.global_step, self.current_epoch, self._progress, self.should_stop,
+                    self._train_results, self._results, self.num_training_batches,
+                    self.num_val_batches, self._restore, self._loop_state)
+        metrics = (dict(self._metrics), dict(self._logged_metrics), set(self._prog_bar_names))
+        state = {k: v.detach().clone() if isinstance(v, torch.Tensor) else copy.deepcopy(v)
+                 for k, v in self.strategy.module_state_dict().items()}
+        optimizer_states = [copy.deepcopy(self.strategy.optimizer_state(o))
+                            for o in self.optimizers]
+        schedulers = list(self._lr_scheduler_configs)
+        scheduler_states = [copy.deepcopy(c.scheduler.state_dict()) for c in schedulers]
+        rng = rng_states()
+        outer = (self.callbacks, self._hooks, self.loggers, self.module.training)
+        self.callbacks = list(callbacks)
+        self._hooks = HookTable(self, self.module, self.callbacks)
+        self.loggers = []
+        self._restore, self.should_stop = None, False
+        try:
+            if prepare is not None:
+                prepare()
+            if self.state == "fit":
+                self.max_steps, self.max_time = self.global_step + steps, None
+                self.min_steps = self.min_epochs = 0
+                self.limit_val_batches = 0
+                loops.fit(self, {"train": self._stage_loaders.get("train")}, trial=True)
+            else:
+                setattr(self, loops.STAGE_LIMITS[self.state][0], steps)
+                if self.state == "predict":
+                    loops.predict(self, self._stage_loaders.get("predict"), False)
+                else:
+                    loops.evaluate_stage(self, self.state, self._stage_loaders, verbose=False)
+        finally:
+            for flag, value in saved_flags.items():
+                setattr(self, flag, value)
+            (self.global_step, self.current_epoch, self._progress, self.should_stop,
+             self._train_results, self._results, self.num_training_batches,
+             self.num_val_batches, self._restore, self._loop_state) = counters
+            self._metrics, self._logged_metrics, self._prog_bar_names = metrics
+            self.callbacks, self._hooks, self.loggers, training = outer
+            self.strategy.load_module_state_dict(state)
+            for optimizer, optimizer_state in zip(self.optimizers, optimizer_states):
+                self.strategy.load_optimizer_state(optimizer, optimizer_state)
+            self._lr_scheduler_configs[:] = schedulers
+            for config, scheduler_state in zip(schedulers, scheduler_states):
+                config.scheduler.load_state_dict(scheduler_state)
+            set_rng_states(rng)
+            self.module.train(training)
+            self._data_changed = True
+
     def print(self, *args: Any, **kwargs: Any) -> None:
         if self.is_global_zero:
             print(*args, **kwargs)
@@ -428,6 +516,7 @@ class Trainer(SelectionReport):
              weights_only: bool, loaders: dict[str, Any], *extra: Any) -> Any:
         """One stage in this process: set-up, restore, loop, teardown."""
         self.state, self.module, self.datamodule = stage, model, datamodule
+        self._stage_loaders, self._data_changed = loaders, False
         self.should_stop = False
         self._start_time = time.monotonic()
         self._metrics.clear()
@@ -485,6 +574,9 @@ class Trainer(SelectionReport):
         except Preempted as stop:  # the checkpoint is written: leave like a finished run
             self._teardown(hook_stage, failed=False)
             raise SystemExit(stop.exit_code) from None
+        except StageExit:  # a callback ended the stage on purpose (the tuner, after tuning)
+            self._teardown(hook_stage, failed=False)
+            return None
         except BaseException as exc:
             self.strategy.on_exception(exc)
             self._hooks("on_exception", exc)
@@ -816,11 +908,6 @@ def _refuse_unsupported(**given: Any) -> None:
 def _check_optimizers_cover(model: Module, optimizers: list[Any]) -> None:
     """Refuse, before the first step, optimizers that could train nothing."""
     params = {id(p) for p in model.parameters()}
-    if model.automatic_optimization and not any(p.requires_grad for p in model.parameters()):
-        raise ConfigurationError(
-            f"{type(model).__name__} has no trainable parameters (none, or all with "
-            "requires_grad=False): fit would change nothing. Unfreeze some, or use "
-            "trainer.validate/test/predict")
     for i, optimizer in enumerate(optimizers):
         mine = [p for group in optimizer.param_groups for p in group["params"]]
         if mine and not any(id(p) in params for p in mine):

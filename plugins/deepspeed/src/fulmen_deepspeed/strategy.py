@@ -67,6 +67,9 @@ class DeepSpeedStrategy(ParallelStrategy):
     with the same value. ``logging_level``: DeepSpeed's logger level.
     """
 
+    shards_parameters = True
+    fixed_accumulation = True  # gradient_accumulation_steps is in the engine config
+
     name = "deepspeed"
 
     def __init__(self, stage: int | None = None, offload_optimizer: bool = False,

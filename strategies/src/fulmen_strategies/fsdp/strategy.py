@@ -27,7 +27,7 @@ _META = "meta.pt"
 
 
 class FSDPStrategy(ParallelStrategy):
-
+    shards_parameters = True
     name = "fsdp"
     def __init__(self, auto_wrap_policy: Iterable[type | str] | None = None,
                  cpu_offload: bool = False, reshard_after_forward: bool = True,

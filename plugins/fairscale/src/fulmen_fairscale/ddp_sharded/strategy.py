@@ -52,6 +52,8 @@ class ShardedDDPStrategy(DDPStrategy):
     a bucket size is refused on the CPU.
     """
 
+    shards_parameters = True  # OSS shards the optimizer state
+
     name = "ddp_sharded"
 
     def __init__(self, start_method: str = "popen", broadcast_buffers: bool = True,
