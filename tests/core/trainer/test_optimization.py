@@ -44,6 +44,13 @@ def test_accepted_forms(form):
     (None, "nothing to optimize"),
     ("adam", "a str is not one of the accepted forms"),
     (lambda m: {"optimizer": sgd(m), "lr_schedulers": 1}, r"unknown keys \['lr_schedulers'\]"),
+    (lambda m: {"optimizer": (o := sgd(m)), "lr_scheduler": {
+        "scheduler": torch.optim.lr_scheduler.StepLR(o, 1), "intervall": "step"}},
+     r"the lr_scheduler dict has unknown keys \['intervall'\] \(given: \['intervall', "
+     r"'scheduler'\]\); its keys are scheduler, interval, frequency, monitor, strict, name, "
+     r"reduce_on_plateau"),
+    (lambda m: {"optimizer": sgd(m), "lr_scheduler": {"interval": "step"}},
+     r"the lr_scheduler dict has no 'scheduler'"),
     (lambda m: {"optimizer": sgd(m), "lr_scheduler": {"scheduler": 3}},
      "int is not a learning-rate scheduler"),
     (lambda m: {"optimizer": (o := sgd(m)), "lr_scheduler": {

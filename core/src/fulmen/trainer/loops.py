@@ -156,7 +156,7 @@ def fit(trainer: Trainer, loaders: dict[str, Any]) -> None:
                                           restore["epoch"])
         trainer.current_epoch = progress.epochs.completed
     else:
-        progress = FitProgress()
+        progress = FitProgress(batches_that_stepped=trainer._progress.batches_that_stepped)
         progress.epochs = Counter(trainer.current_epoch, trainer.current_epoch)
     progress.steps = Counter(trainer.global_step, trainer.global_step)
     trainer._progress = progress
@@ -249,7 +249,8 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
                                      trainer.compile_options is not None)
     has_start, has_end = hooks.has("on_train_batch_start"), hooks.has("on_train_batch_end")
     backward_hooks = any(hooks.has(h) for h in ("on_before_backward", "on_after_backward",
-                                               "on_before_zero_grad"))
+                                               "on_before_zero_grad")) or \
+        _overridden(module, "backward")
     after = trainer._after_closure_for(optimizer)
     own_step = _overridden(module, "optimizer_step")
     own_zero = _overridden(module, "optimizer_zero_grad")
@@ -331,9 +332,12 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
         if epoch_schedulers and batch_idx + 1 == n_batches:  # Lightning: at the last batch
             _step_schedulers(trainer, "epoch", plateau=False)
         batches.completed = batch_idx + 1
+        ends_window = stepped or not automatic
+        progress.uncounted = int(ends_window)
         if has_end:
             hooks("on_train_batch_end", output, batch, batch_idx)
-        if loggers and stepped and trainer.global_step % log_every == 0:
+        if loggers and ends_window and ((progress.batches_that_stepped + 1) % log_every == 0
+                                        or trainer.should_stop):
             trainer._log_step_metrics(results)
         if preemption is not None and (stepped or not automatic) and (
                 action := preemption.poll()):
@@ -344,6 +348,8 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             with preserved_rng():
                 evaluate(trainer, "validate", val[0], val[1], during_fit=True)
             trainer._results = results
+        progress.batches_that_stepped += progress.uncounted
+        progress.uncounted = 0
         total += 1
         if (0 <= trainer.max_steps <= trainer.global_step) or (timed and _out_of_time(trainer)):
             trainer.should_stop = True
@@ -385,9 +391,12 @@ def _count(start: int) -> Iterator[int]:
 def _end_train_epoch(trainer: Trainer, results: Any) -> None:
     hooks = trainer._hooks
     assert hooks is not None
+    progress = trainer._progress
+    progress.batches_that_stepped -= 1  # Lightning: epoch values at the last batch's step
     trainer._finish_results(results)  # what training_step logged per epoch
     hooks.before_monitors("on_train_epoch_end")
     trainer._finish_results(results)  # what on_train_epoch_end logged
+    progress.batches_that_stepped += 1
     _step_schedulers(trainer, "epoch", plateau=True)
     trainer._progress.finish_epoch()
     hooks.monitors("on_train_epoch_end")
@@ -507,7 +516,9 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
     pass_idx = len(loaders) > 1 and _takes_dataloader_idx(getattr(module, method))
     hooks(f"on_{prefix}_start")
     hooks(f"on_{prefix}_epoch_start")
-    logged_steps = 0  # Lightning's step axis for eval on_step values: batches in this run
+    # Lightning's step axis for evaluation values logged per batch: the batches each
+    # dataloader ran in this fit (over every validation of it) or this validate/test call.
+    counts_seen = trainer._eval_batches_seen
     with _no_grad(trainer):
         for dl_idx, (loader, count) in enumerate(zip(loaders, counts)):
             results.dataloader_suffix = f"/dataloader_idx_{dl_idx}" if len(loaders) > 1 else ""
@@ -523,11 +534,13 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
                 results.hook = method
                 output = step(method, batch, batch_idx, *extra)
                 hooks(f"on_{prefix}_batch_end", output, batch, batch_idx, *hook_idx)
+                seen = counts_seen.get((prefix, dl_idx), 0)
                 if results.step_values:  # someone logged with on_step=True
                     if not sanity:
-                        trainer._log_eval_step_metrics(results, logged_steps)
+                        trainer._log_eval_step_metrics(results, seen)
                     results.step_values.clear()
-                logged_steps += 1
+                if not sanity:
+                    counts_seen[(prefix, dl_idx)] = seen + 1
     results.dataloader_suffix = ""
     hooks.before_monitors(f"on_{prefix}_epoch_end")
     if sanity:

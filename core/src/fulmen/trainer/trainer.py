@@ -207,6 +207,7 @@ class Trainer(SelectionReport):
         self._metrics: dict[str, torch.Tensor] = {}
         self._logged_metrics: dict[str, Any] = {}
         self._prog_bar_names: set[str] = set()
+        self._eval_batches_seen: dict[tuple[str, int], int] = {}  # eval loggers' step axis
         self._hooks: HookTable | None = None
         self._loop_state: dict[str, Any] = {}
         self._progress = FitProgress()
@@ -417,6 +418,7 @@ class Trainer(SelectionReport):
         self.should_stop = False
         self._start_time = time.monotonic()
         self._metrics.clear()
+        self._eval_batches_seen = {}
         model.trainer = self
         if datamodule is not None:
             datamodule.trainer = self
@@ -599,8 +601,11 @@ class Trainer(SelectionReport):
         return list(self._wrapped_optimizers)
 
     def _backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
-        assert self._hooks is not None
+        """Backward with its hooks; through the module's ``backward`` when it overrides it."""
+        assert self._hooks is not None and self.module is not None
         self._hooks("on_before_backward", loss)
+        if type(self.module).backward is not Module.backward:
+            kwargs["run_backward"] = self.module.backward
         self.strategy.backward(loss, *args, **kwargs)
         self._hooks("on_after_backward")
 
@@ -634,33 +639,46 @@ class Trainer(SelectionReport):
     def _new_results(self, stage: str) -> Results:
         return Results(stage, self.strategy.reduce)
 
-    def _log_to_loggers(self, metrics: dict[str, Any], step: int) -> None:
+    def _log_to_loggers(self, metrics: dict[str, Any], step: int | None = None) -> None:
+        """To every logger (rank 0). ``step`` None: on the training step axis
+        (``batches_that_stepped``), with ``epoch`` added (Lightning's rule); an explicit step
+        (evaluation values logged per batch) gets no ``epoch``."""
         if not metrics:
             return
         values = {k: float(v) for k, v in metrics.items()}
         self._logged_metrics.update(values)
         if self.loggers and self.is_global_zero:
-            values = {**values, "epoch": float(self.current_epoch)}
+            if step is None:
+                step = self.batches_that_stepped
+                values = {**values, "epoch": float(self.current_epoch)}
             for lg in self.loggers:
                 lg.log_metrics(values, step=step)
+
+    @property
+    def batches_that_stepped(self) -> int:
+        """The loggers' step axis (Lightning's ``_batches_that_stepped``): training batches
+        that ended an accumulation window (under manual optimization: every batch). Values
+        logged in a training step go to the loggers at the count *before* that batch."""
+        return self._progress.batches_that_stepped
 
     def _log_step_metrics(self, results: Results) -> None:
         entries = results.entry_for_step_name()
         metrics = {name: value for name, value in results.step_values.items()
                    if entries[name].logger}
-        self._log_to_loggers(metrics, self.global_step)
+        self._log_to_loggers(metrics)
 
     def _log_eval_step_metrics(self, results: Results, step: int) -> None:
         """Validation/test values logged with ``on_step=True`` (``name_step`` when also per
-        epoch): to callback metrics, and to the loggers at ``step`` (the batch count of this
-        evaluation run, as Lightning)."""
+        epoch): to the loggers at ``step`` (per dataloader, the batches it ran in this fit or
+        this validate/test call, as Lightning); not to callback metrics (Lightning keeps
+        per-batch evaluation values out of them)."""
         entries = results.entry_for_step_name()
-        self._metrics.update(results.step_values)
         self._log_to_loggers({name: value for name, value in results.step_values.items()
                               if entries[name].logger}, step)
 
     def _finish_results(self, results: Results, log: bool = True) -> dict[str, torch.Tensor]:
-        """Epoch values → callback metrics and loggers; returns them."""
+        """Epoch values → callback metrics and loggers (on the training step axis); returns
+        them."""
         finished: dict[str, torch.Tensor] = {}
         to_log: dict[str, torch.Tensor] = {}
         for name, (entry, value) in results.epoch_values().items():
@@ -670,7 +688,7 @@ class Trainer(SelectionReport):
             if entry.logger:
                 to_log[name] = value
         if log:
-            self._log_to_loggers(to_log, self.global_step)
+            self._log_to_loggers(to_log)
         return finished
 
     # ------------------------------------------------------------------ checkpoints
@@ -747,6 +765,9 @@ class Trainer(SelectionReport):
             return None
         checkpoint = self.strategy.load_checkpoint(path, weights_only=weights_only)
         ckpt.require_state_dict(checkpoint, path)
+        if stage == "fit":  # before anything is loaded: a refused resume changes nothing
+            ckpt.require_fulmen_format(checkpoint, path)
+            ckpt.require_resumable_version(checkpoint, path)
         assert self.module is not None
         self.module.on_load_checkpoint(checkpoint)
         ckpt.check_keys(self.module, checkpoint["state_dict"], path)
@@ -758,7 +779,6 @@ class Trainer(SelectionReport):
             raise fit_error(path, self.module, checkpoint["state_dict"], exc) from exc
         if stage != "fit":
             return None
-        ckpt.require_fulmen_format(checkpoint, path)
         for callback in self.callbacks:
             state = checkpoint.get("callbacks", {}).get(callback.state_key)
             if state is not None:

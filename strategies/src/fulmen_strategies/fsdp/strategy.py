@@ -10,8 +10,9 @@ through ``torch.distributed.checkpoint``. Mixed precision comes from the Trainer
 
 from __future__ import annotations
 
+import contextlib
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,22 @@ class FSDPStrategy(ParallelStrategy):
     def setup_optimizers(self, optimizers: list[Any]) -> list[Any]:
         self.optimizers = list(optimizers)
         return optimizers
+
+    @contextlib.contextmanager
+    def no_backward_sync(self) -> Iterator[None]:
+        """Backwards inside accumulate unsharded gradients locally; the first backward after
+        reduce-scatters the sum (FSDP2's ``set_requires_gradient_sync``)."""
+        from torch.distributed.fsdp import FSDPModule
+
+        module = self.module
+        if not self.distributed or not isinstance(module, FSDPModule):
+            yield
+            return
+        module.set_requires_gradient_sync(False)
+        try:
+            yield
+        finally:
+            module.set_requires_gradient_sync(True)
 
     def clip_gradients(self, module: torch.nn.Module, optimizer: Any, clip_val: float,
                        algorithm: str = "norm") -> Any:
