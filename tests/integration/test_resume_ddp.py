@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(900)  # two 2-process runs; generous for loaded CI machines
 
 
 def _weights(run, rank: int) -> list[torch.Tensor]:
@@ -16,7 +16,7 @@ def _weights(run, rank: int) -> list[torch.Tensor]:
 
 def _resume_matches(run_script, *flags: str) -> None:
     env = {"OMP_NUM_THREADS": "1"}
-    full = run_script("resume_ddp.py", "--every", "3", *flags, env=env)
+    full = run_script("resume_ddp.py", "--every", "3", *flags, env=env, timeout=400)
     assert full.returncode == 0, full.output[-3000:]
     # 8 batches per rank and epoch, accumulate 2: 4 steps per epoch; step 6 is mid-epoch 1
     ckpt = full.out / "ck" / "epoch=1-step=6.ckpt"
@@ -25,7 +25,7 @@ def _resume_matches(run_script, *flags: str) -> None:
     assert loops["epochs"] == {"started": 2, "completed": 1}
     assert loops["batches"]["completed"] == 4
     resumed = run_script("resume_ddp.py", "--resume", str(ckpt), "--seed", "99", *flags,
-                         env=env)
+                         env=env, timeout=400)
     assert resumed.returncode == 0, resumed.output[-3000:]
     assert resumed.json("rank0")["global_step"] == full.json("rank0")["global_step"] == 12
     for rank in (0, 1):
