@@ -151,6 +151,8 @@ def fit(trainer: Trainer, loaders: dict[str, Any]) -> None:
 
     restore = trainer._restore or {}
     loop_state = restore.get("loops", {}).get("fit", {})
+    trainer._loop_state = {}
+    _keep_sampler_seed(trainer, train, loop_state.get("sampler_seed"))
     if restore:
         progress = FitProgress.from_state(loop_state.get("progress", loop_state),
                                           restore["epoch"])
@@ -185,6 +187,20 @@ def fit(trainer: Trainer, loaders: dict[str, Any]) -> None:
         trainer.current_epoch += 1
     hooks("on_train_end")
     hooks("on_fit_end")
+
+
+def _keep_sampler_seed(trainer: Trainer, loader: Any, saved: int | None) -> None:
+    """A distributed sampler shuffles with its ``seed`` (the global seed when the run started):
+    a resumed run takes the checkpoint's, so it draws the same order whatever it was seeded
+    with; checkpoints record it."""
+    from torch.utils.data import DistributedSampler
+
+    sampler = getattr(loader, "sampler", None)
+    if not isinstance(sampler, DistributedSampler):
+        return
+    if saved is not None:
+        sampler.seed = saved
+    trainer._loop_state["sampler_seed"] = sampler.seed
 
 
 def _val_interval(trainer: Trainer, n_batches: int | float) -> int | float:
@@ -238,7 +254,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             next(iterator)
         set_rng_states(rng_at_save)
     progress.start_epoch(trainer.current_epoch, start)
-    trainer._loop_state = {"epoch_rng": epoch_rng}
+    trainer._loop_state["epoch_rng"] = epoch_rng
     batches = progress.batches
 
     transfer = make_transfer(trainer)

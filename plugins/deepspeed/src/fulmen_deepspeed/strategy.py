@@ -167,6 +167,8 @@ class DeepSpeedStrategy(ParallelStrategy):
             raise ConfigurationError(f"DeepSpeed drives one optimizer per model; got "
                                      f"{len(optimizers)}. Return a single optimizer from "
                                      "configure_optimizers (or set up one in Lite)")
+        if self.engine is not None:  # fit again with new optimizers: the old engine lets go
+            self.engine.destroy()    # of the parameters (its gradient hooks) first
         self._build_engine(optimizers[0])
         return [self.engine.optimizer]
 
