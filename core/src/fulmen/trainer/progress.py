@@ -5,7 +5,7 @@ steps, each ``started`` and ``completed``. The fit loop is the only writer; chec
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 
 @dataclass
@@ -27,7 +27,7 @@ class FitProgress:
     batches_that_stepped: int = 0
     #: 1 while a batch that ended a window is not yet counted in ``batches_that_stepped``
     #: (Lightning counts it after validation): a checkpoint taken then counts it.
-    uncounted: ClassVar[int] = 0
+    uncounted: int = field(default=0, repr=False)
 
     @property
     def in_epoch(self) -> bool:
@@ -43,7 +43,7 @@ class FitProgress:
 
     def state_dict(self) -> dict[str, Any]:
         state = asdict(self)
-        state["batches_that_stepped"] += self.uncounted
+        state["batches_that_stepped"] += state.pop("uncounted")
         return state
 
     @classmethod
