@@ -19,54 +19,12 @@ from typing import Any
 
 import pytest
 import torch
-from torch.utils.data import DataLoader, Dataset
+from boring import BoringModel, RandomDataset
+from torch.utils.data import DataLoader
 
 import fulmen
 from fulmen import ConfigurationError
 from fulmen.loggers import Logger
-
-
-class RandomDataset(Dataset):
-    def __init__(self, size: int, length: int) -> None:
-        self.data = torch.randn(length, size, generator=torch.Generator().manual_seed(0))
-
-    def __len__(self) -> int:
-        return len(self.data)
-
-    def __getitem__(self, i: int) -> torch.Tensor:
-        return self.data[i]
-
-
-class BoringModel(fulmen.Module):
-    """Lightning's ``BoringModel``: a 32 -> 2 layer on random data."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.layer = torch.nn.Linear(32, 2)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.layer(x)
-
-    def training_step(self, batch: Any, batch_idx: int) -> Any:
-        return {"loss": self(batch).sum()}
-
-    def validation_step(self, batch: Any, batch_idx: int) -> Any:
-        return {"x": self(batch).sum()}
-
-    def test_step(self, batch: Any, batch_idx: int) -> Any:
-        return {"y": self(batch).sum()}
-
-    def configure_optimizers(self) -> Any:
-        return torch.optim.SGD(self.layer.parameters(), lr=0.1)
-
-    def train_dataloader(self) -> DataLoader:
-        return DataLoader(RandomDataset(32, 64))
-
-    def val_dataloader(self) -> DataLoader:
-        return DataLoader(RandomDataset(32, 64))
-
-    def test_dataloader(self) -> DataLoader:
-        return DataLoader(RandomDataset(32, 64))
 
 
 class Recorder(Logger):
