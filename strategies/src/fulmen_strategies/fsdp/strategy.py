@@ -44,6 +44,7 @@ class FSDPStrategy(ParallelStrategy):
         self.reshard_after_forward = reshard_after_forward
         self.state_dict_type = state_dict_type
         self.optimizers: list[Any] = []
+        self._in_training_step = False
 
     # ------------------------------------------------------------------ wrapping
 
@@ -89,6 +90,25 @@ class FSDPStrategy(ParallelStrategy):
     def setup_optimizers(self, optimizers: list[Any]) -> list[Any]:
         self.optimizers = list(optimizers)
         return optimizers
+
+    def step(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        if method != "training_step" or not self.distributed:
+            return super().step(method, *args, **kwargs)
+        self._in_training_step = True
+        try:
+            return super().step(method, *args, **kwargs)
+        finally:
+            self._in_training_step = False
+
+    def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        if self._in_training_step:  # manual optimization: a backward inside training_step
+            raise ConfigurationError(
+                "manual optimization (manual_backward inside training_step) is not supported "
+                "with strategy='fsdp' yet: the backward runs inside FSDP2's forward, before it "
+                "sets up the gradient reduce-scatter, so the ranks would not average their "
+                "gradients. Use automatic optimization, or strategy='ddp', 'deepspeed' or "
+                "'ddp_sharded' for manual optimization")
+        super().backward(loss, *args, **kwargs)
 
     @contextlib.contextmanager
     def no_backward_sync(self) -> Iterator[None]:
