@@ -83,6 +83,9 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "matches on it too)",
     ("plugins/fairscale/src/fulmen_fairscale/ddp_sharded/strategy.py", "_opt_called"):
         "torch's LRScheduler protocol: what it records when optimizer.step() ran",
+    ("plugins/fairscale/src/fulmen_fairscale/ddp_sharded/strategy.py", "_grad_hooks"):
+        "fairscale's ShardedDataParallel has no public way to unregister its gradient hooks; a "
+        "second fit on one Trainer replaces the reducer, whose hooks must stop reducing",
     ("plugins/fairscale/src/fulmen_fairscale/ddp_sharded/strategy.py", "_all_states"):
         "FairScale OSS keeps the gathered shards there after consolidate_state_dict; no public "
         "way to free them",

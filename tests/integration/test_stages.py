@@ -1,6 +1,8 @@
 """One Trainer, many calls: fit, validate, test, predict and fit again on the same module, on two
 processes. The strategy sets the module up once (FSDP refuses a second ``fully_shard``; DDP
-would wrap its wrapper), and the second fit continues from the first."""
+would wrap its wrapper), and the second fit continues from the first; DeepSpeed and sharded DDP
+build a new engine / reducer for the second fit's optimizer and retire the old one's gradient
+hooks. The second fit's weights must equal those of one fit of two epochs."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from test_ddp import weights_equal
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 
 
-@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp", "deepspeed", "ddp_sharded"])
 def test_every_stage_on_one_trainer_sets_the_module_up_once(run_script, strategy):
     run = run_script("stages.py", "--strategy", strategy, env={"OMP_NUM_THREADS": "1"})
     assert run.returncode == 0, run.output
@@ -24,3 +26,9 @@ def test_every_stage_on_one_trainer_sets_the_module_up_once(run_script, strategy
         assert ranks[0]["classes"] == ["FSDPLinear", "FSDPPredicting", "Sequential", "Tanh"]
     weights = [[v for _, v in sorted(r["weights"].items())] for r in ranks]
     assert weights_equal(weights[0], weights[1], atol=0)
+    if strategy in ("deepspeed", "ddp_sharded"):  # the second fit still averages gradients
+        straight = run_script("stages.py", "--strategy", "ddp", "--straight",
+                              env={"OMP_NUM_THREADS": "1"})
+        assert straight.returncode == 0, straight.output
+        reference = [v for _, v in sorted(straight.json("rank0")["weights"].items())]
+        assert weights_equal(weights[0], reference, atol=1e-5)

@@ -295,22 +295,36 @@ class Module(Hooks, torch.nn.Module):
 
     # ------------------------------------------------------------------ logging
 
-    def log(self, name: str, value: Any, prog_bar: bool = False, logger: bool = True,
+    def log(self, name: str, value: Any, prog_bar: bool = False, logger: bool | None = None,
             on_step: bool | None = None, on_epoch: bool | None = None, reduce_fx: Any = "mean",
-            sync_dist: bool = False, rank_zero_only: bool = False,
-            batch_size: int | None = None) -> None:
+            enable_graph: bool = False, sync_dist: bool = False, sync_dist_group: Any = None,
+            add_dataloader_idx: bool = True, batch_size: int | None = None,
+            metric_attribute: str | None = None, rank_zero_only: bool = False) -> None:
         """Record a metric for the progress bar, the logger and callbacks (``monitor=``).
 
         Defaults follow the hook: per step in ``training_step`` and the train batch hooks,
-        per epoch (weighted mean over batches) in validation/test and epoch hooks.
+        per epoch (weighted mean over batches) in validation/test and epoch hooks. Logged per
+        step and per epoch, the names get ``_step``/``_epoch``; with several val/test
+        dataloaders, ``/dataloader_idx_<i>`` is appended (``add_dataloader_idx=False``: not,
+        and the dataloaders' values are reduced together). ``sync_dist_group`` and
+        ``metric_attribute`` are accepted for Lightning code: the group is always every
+        process, and Metric objects are found without the attribute name.
         """
         results = self._trainer._results if self._trainer is not None else None
         if results is None:
             raise FulmenError(f"self.log({name!r}, ...) was called outside a Trainer hook; "
                               "log from training_step, validation_step, test_step or hooks")
-        results.log(name, value, prog_bar=prog_bar, logger=logger, on_step=on_step,
+        if enable_graph:
+            raise ConfigurationError(f"self.log({name!r}, enable_graph=True): fulmen stores "
+                                     "logged values detached; keep the tensor yourself if you "
+                                     "need its graph")
+        if sync_dist_group is not None:
+            raise ConfigurationError(f"self.log({name!r}, sync_dist_group=...): fulmen reduces "
+                                     "over every process; leave sync_dist_group=None")
+        results.log(name, value, prog_bar=prog_bar, logger=logger is not False, on_step=on_step,
                     on_epoch=on_epoch, reduce_fx=reduce_fx, sync_dist=sync_dist,
-                    rank_zero_only=rank_zero_only, batch_size=batch_size)
+                    rank_zero_only=rank_zero_only, batch_size=batch_size,
+                    add_dataloader_idx=add_dataloader_idx)
 
     def log_dict(self, dictionary: Mapping[str, Any], **kwargs: Any) -> None:
         """``self.log`` for every item of ``dictionary`` with the same options."""
@@ -343,6 +357,13 @@ class Module(Hooks, torch.nn.Module):
         if not schedulers:
             return None
         return schedulers[0] if len(schedulers) == 1 else schedulers
+
+    def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        """Run backward on ``loss`` (already scaled under ``16-mixed``); override for a custom
+        backward, e.g. ``loss.backward(retain_graph=True)``. The Trainer calls it through the
+        strategy and precision, from the training step and from ``manual_backward``
+        (DeepSpeed's engine runs its own backward and ignores an override, with a warning)."""
+        loss.backward(*args, **kwargs)
 
     def manual_backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
         """``loss.backward()`` through the strategy and precision (use with

@@ -173,6 +173,31 @@ def test_a_checkpoint_from_another_model_lists_the_keys(tmp_path):
         fulmen.Trainer(**lean()).validate(Other(), loader(), ckpt_path=tmp_path / "a.ckpt")
 
 
+@pytest.mark.parametrize(("version", "why"), [
+    ("99.0.0", r"written by fulmen 99\.0\.0, whose loop state this fulmen \(.*\) cannot read"),
+    ("0.0.1", r"written by fulmen 0\.0\.1, whose loop state"),
+    ("banana", r"its fulmen_version='banana' is not a version"),
+])
+def test_a_checkpoint_from_an_incompatible_fulmen_is_refused_before_loading(tmp_path, version,
+                                                                           why):
+    trainer, _ = train(1, tmp_path)
+    trainer.save_checkpoint(tmp_path / "a.ckpt")
+    checkpoint = torch.load(tmp_path / "a.ckpt", weights_only=True)
+    checkpoint["fulmen_version"] = version
+    torch.save(checkpoint, tmp_path / "other_version.ckpt")
+    model = Scheduled()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(ConfigurationError, match=why) as info:
+        fulmen.Trainer(**lean(max_epochs=2)).fit(model, shuffled(),
+                                                 ckpt_path=tmp_path / "other_version.ckpt")
+    assert "resumes checkpoints written by fulmen 0.1.0 to " in str(info.value)
+    assert "load_from_checkpoint" in str(info.value)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())  # untouched
+    results = fulmen.Trainer(**lean()).test(model, loader(), verbose=False,  # weights: any
+                                            ckpt_path=tmp_path / "other_version.ckpt")
+    assert "test_acc" in results[0]
+
+
 class Opaque:
     pass
 

@@ -9,7 +9,7 @@ Deliberate differences from Lightning (also in docs/migrating.md):
   overrides, which keeps the per-step path free of empty calls).
 - The records hold hook names (plus the arguments of the optimization hooks); torch methods
   (``forward``, ``train``, ``zero_grad``) and the ``*_dataloader`` calls are not recorded:
-  fulmen resolves every dataloader when a stage starts. ``backward`` is not a module hook.
+  fulmen resolves every dataloader when a stage starts.
 - ``dataloader_idx`` is passed to batch hooks only with several dataloaders (as Lightning).
 - On a resume, ``configure_optimizers`` runs before ``on_load_checkpoint`` (Lightning calls it
   after): the checkpoint is read once, after the optimizers exist, so sharded strategies can
@@ -66,7 +66,7 @@ def _record(cls: type, name: str, prefix: str, with_args: bool) -> Any:
 
 WITH_ARGS = {"optimizer_step", "optimizer_zero_grad", "lr_scheduler_step", "clip_gradients",
              "configure_gradient_clipping", "on_train_batch_start", "on_validation_batch_start",
-             "setup", "teardown"}
+             "setup", "teardown", "backward"}
 
 
 class Boring(fulmen.Module):
@@ -129,6 +129,7 @@ def _auto_train_batch(batches: int, epoch: int = 0, start: int = 0) -> list[dict
             {"name": "optimizer_zero_grad", "args": (epoch, i, ANY)},
             {"name": "Callback.on_before_backward"},
             {"name": "on_before_backward"},
+            {"name": "backward", "args": (ANY,)},
             {"name": "Callback.on_after_backward"},
             {"name": "on_after_backward"},
             {"name": "Callback.on_before_optimizer_step"},
@@ -154,6 +155,7 @@ def _manual_train_batch(batches: int) -> list[dict[str, Any]]:
             {"name": "on_train_batch_start", "args": (ANY, i)},
             {"name": "Callback.on_before_backward"},
             {"name": "on_before_backward"},
+            {"name": "backward", "args": (ANY,)},
             {"name": "Callback.on_after_backward"},
             {"name": "on_after_backward"},
             {"name": "manual_backward"},

@@ -27,7 +27,7 @@ def test_csv_logger_writes_metrics_and_hparams(tmp_path):
     assert logger.log_dir == str(run_dir)
     rows = list(csv.DictReader((run_dir / "metrics.csv").read_text().splitlines()))
     steps = [int(r["step"]) for r in rows if r["train_loss"]]
-    assert steps == [2, 4, 6, 8]
+    assert steps == [1, 3, 5, 7]
     assert [r["val_acc"] for r in rows if r["val_acc"]] and all(
         float(r["epoch"]) in (0.0, 1.0) for r in rows)
     assert yaml.safe_load((run_dir / "hparams.yaml").read_text())["lr"] == 0.05
@@ -52,7 +52,7 @@ def test_tensorboard_logger_writes_event_files_tensorboard_reads(tmp_path):
     assert list(run_dir.glob("events.out.tfevents.*"))
     events = EventAccumulator(str(run_dir))
     events.Reload()
-    assert [e.step for e in events.Scalars("train_loss")] == [2, 4, 6, 8]
+    assert [e.step for e in events.Scalars("train_loss")] == [1, 3, 5, 7]
     assert {"val_acc", "val_loss", "epoch"} <= set(events.Tags()["scalars"])
     assert (run_dir / "hparams.yaml").exists()
 

@@ -44,6 +44,13 @@ def test_accepted_forms(form):
     (None, "nothing to optimize"),
     ("adam", "a str is not one of the accepted forms"),
     (lambda m: {"optimizer": sgd(m), "lr_schedulers": 1}, r"unknown keys \['lr_schedulers'\]"),
+    (lambda m: {"optimizer": (o := sgd(m)), "lr_scheduler": {
+        "scheduler": torch.optim.lr_scheduler.StepLR(o, 1), "intervall": "step"}},
+     r"the lr_scheduler dict has unknown keys \['intervall'\] \(given: \['intervall', "
+     r"'scheduler'\]\); its keys are scheduler, interval, frequency, monitor, strict, name, "
+     r"reduce_on_plateau"),
+    (lambda m: {"optimizer": sgd(m), "lr_scheduler": {"interval": "step"}},
+     r"the lr_scheduler dict has no 'scheduler'"),
     (lambda m: {"optimizer": sgd(m), "lr_scheduler": {"scheduler": 3}},
      "int is not a learning-rate scheduler"),
     (lambda m: {"optimizer": (o := sgd(m)), "lr_scheduler": {
@@ -217,3 +224,46 @@ def test_nan_loss_with_detect_anomaly_points_at_the_op():
 
     with pytest.raises(RuntimeError, match="SqrtBackward0"), pytest.warns(UserWarning):
         fulmen.Trainer(**lean(max_epochs=1, detect_anomaly=True)).fit(NaN(), loader())
+
+
+def test_module_backward_override_gets_the_scaled_loss_in_both_optimizations():
+    """``Module.backward`` is a hook (Lightning's): called from the training step's closure and
+    from ``manual_backward``, through the precision, with the loss after scaling."""
+    from fulmen_examples import StaticScalePrecision
+
+    class CustomBackward(TinyModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: list[float] = []
+            self.unscaled: list[float] = []
+
+        def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+            loss = super().training_step(batch, batch_idx)
+            self.unscaled.append(float(loss.detach()))
+            return loss
+
+        def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+            self.seen.append(float(loss.detach()))
+            loss.backward(*args, **kwargs)
+
+    model = CustomBackward()
+    fulmen.Trainer(**lean(max_epochs=1, limit_train_batches=3),
+                   plugins=[StaticScalePrecision(scale=4.0)]).fit(model, loader())
+    assert model.seen == pytest.approx([4.0 * u for u in model.unscaled])
+
+    class ManualBackward(CustomBackward):
+        def __init__(self) -> None:
+            super().__init__()
+            self.automatic_optimization = False
+
+        def training_step(self, batch: Any, batch_idx: int) -> None:
+            opt = self.optimizers()
+            x, y = batch
+            loss = F.cross_entropy(self(x), y)
+            opt.zero_grad()
+            self.manual_backward(loss, retain_graph=True)
+            opt.step()
+
+    manual = ManualBackward()
+    fulmen.Trainer(**lean(max_epochs=1, limit_train_batches=2)).fit(manual, loader())
+    assert len(manual.seen) == 2

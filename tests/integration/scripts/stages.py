@@ -55,6 +55,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--strategy", default="ddp")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--straight", action="store_true", help="one fit of two epochs only")
     args = parser.parse_args()
     out = Path(args.out)
     strategy: Any = args.strategy
@@ -67,6 +68,13 @@ def main() -> None:
                              callbacks=[stages], default_root_dir=str(out))
     model = Predicting()
     data = DataLoader(Indexed(32), batch_size=4)
+    if args.straight:
+        trainer.max_epochs = 2
+        trainer.fit(model, data, data)
+        full = trainer.strategy.module_state_dict()
+        (out / f"rank{trainer.global_rank}.json").write_text(json.dumps({"weights": {
+            k: v.flatten().tolist() for k, v in full.items()}}))
+        return
     trainer.fit(model, data, data)
     trainer.validate(model, data, verbose=False)
     trainer.test(model, data, verbose=False)

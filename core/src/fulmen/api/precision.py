@@ -77,9 +77,16 @@ class Precision(Named):
         """Alias of ``forward_context`` for users of ``Lite.autocast()``."""
         return self.forward_context()
 
-    def backward(self, tensor: torch.Tensor, *args: Any, **kwargs: Any) -> None:
-        """Run backward on the (possibly scaled) loss."""
-        tensor.backward(*args, **kwargs)
+    def backward(self, tensor: torch.Tensor, *args: Any,
+                 run_backward: Callable[..., None] | None = None, **kwargs: Any) -> None:
+        """Run backward on the (possibly scaled) loss: ``tensor.backward(*args, **kwargs)``, or
+        ``run_backward(tensor, *args, **kwargs)`` when given (the Trainer passes a user's
+        ``Module.backward`` override). A subclass that scales the loss passes the scaled tensor
+        to ``run_backward`` the same way."""
+        if run_backward is not None:
+            run_backward(tensor, *args, **kwargs)
+        else:
+            tensor.backward(*args, **kwargs)
 
     def unscale_gradients(self, optimizer: torch.optim.Optimizer) -> None:
         """Undo loss scaling on the gradients before they are clipped or inspected."""

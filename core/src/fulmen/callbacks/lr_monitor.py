@@ -79,7 +79,7 @@ class LearningRateMonitor(Callback):
         stats = self._extract_stats(trainer, interval)
         if stats and trainer.is_global_zero:
             for logger in trainer.loggers:
-                logger.log_metrics(stats, step=trainer.global_step)
+                logger.log_metrics(stats, step=trainer.batches_that_stepped)
 
     def _extract_stats(self, trainer: Any, interval: str) -> dict[str, float]:
         stats: dict[str, float] = {}

@@ -41,6 +41,37 @@ def require_fulmen_format(checkpoint: dict[str, Any], path: str) -> None:
                              f"a run cannot resume from it.{hint}")
 
 
+#: The oldest fulmen whose checkpoints this one resumes (loop state as counters).
+OLDEST_RESUMABLE = "0.1.0"
+
+
+def require_resumable_version(checkpoint: dict[str, Any], path: str) -> None:
+    """Resuming reads loop, optimizer and callback state in this fulmen's format: refuse a
+    checkpoint from a fulmen older than ``OLDEST_RESUMABLE`` or newer (major.minor) than this
+    one, naming both versions and what would work. Weights load from any version."""
+    from packaging.version import InvalidVersion, Version
+
+    import fulmen
+
+    written, running = checkpoint.get(FORMAT_KEY), fulmen.__version__
+    here = Version(running)
+    accepted = f"fulmen {OLDEST_RESUMABLE} to {here.major}.{here.minor}.x"
+    try:
+        version = Version(str(written))
+    except InvalidVersion:
+        version = None
+    if version is not None and Version(OLDEST_RESUMABLE) <= version and \
+            (version.major, version.minor) <= (here.major, here.minor):
+        return
+    why = (f"its {FORMAT_KEY}={written!r} is not a version" if version is None else
+           f"it was written by fulmen {written}, whose loop state this fulmen ({running}) "
+           "cannot read")
+    raise ConfigurationError(
+        f"cannot resume from {path!r}: {why}. This fulmen resumes checkpoints written by "
+        f"{accepted}. Resume with the fulmen that wrote it (pip install fulmen=={written}), or "
+        "start a new run from its weights: YourModule.load_from_checkpoint(path)")
+
+
 def check_keys(module: torch.nn.Module, state: dict[str, Any], path: str) -> None:
     """An error that lists the missing and unexpected keys, if any."""
     own = set(module.state_dict())

@@ -23,7 +23,7 @@ MODULE_ONLY = ["optimizer_step", "optimizer_zero_grad", "lr_scheduler_step",
                "on_validation_model_zero_grad", "on_validation_model_eval",
                "on_validation_model_train", "on_test_model_eval", "on_test_model_train",
                "on_predict_model_eval", "on_before_batch_transfer", "transfer_batch_to_device",
-               "on_after_batch_transfer"]
+               "on_after_batch_transfer", "backward"]
 
 
 def check_signature(obj: Any, name: str, base: type) -> None:

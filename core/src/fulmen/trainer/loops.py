@@ -140,7 +140,7 @@ def fit(trainer: Trainer, loaders: dict[str, Any], trial: bool = False) -> None:
                                           restore["epoch"])
         trainer.current_epoch = progress.epochs.completed
     else:
-        progress = FitProgress()
+        progress = FitProgress(batches_that_stepped=trainer._progress.batches_that_stepped)
         progress.epochs = Counter(trainer.current_epoch, trainer.current_epoch)
     progress.steps = Counter(trainer.global_step, trainer.global_step)
     trainer._progress = progress
@@ -150,6 +150,8 @@ def fit(trainer: Trainer, loaders: dict[str, Any], trial: bool = False) -> None:
         hooks("on_fit_start")
     # The data is set up after on_fit_start (as Lightning): a tuner may change the batch size.
     train, n_batches, val, val_every = _fit_data(trainer, loaders)
+    trainer._loop_state = {}
+    _keep_sampler_seed(trainer, train, loop_state.get("sampler_seed"))
     if not trial and trainer.num_sanity_val_steps and val[0] and n_batches:
         _sanity_check(trainer, val)
     hooks("on_train_start")
@@ -192,7 +194,6 @@ def _fit_data(trainer: Trainer, loaders: dict[str, Any]
         raise ConfigurationError(f"trainer.fit got {len(train_loaders)} training dataloaders; "
                                  "combine them into one (e.g. a ConcatDataset)")
     first = train_loaders[0]
-    trainer._batches_stepped = trainer.global_step  # one step per batch unless manual
     if trainer.overfit_batches:
         first = data.without_shuffle(first)
     train = strategy.process_dataloader(first, "train", trainer.use_distributed_sampler)
@@ -211,6 +212,20 @@ def _fit_data(trainer: Trainer, loaders: dict[str, Any]
                                          " with automatic_optimization=False do it in "
                                          "training_step (self.clip_gradients, stepping every n)")
     return train, n_batches, val, val_every
+
+
+def _keep_sampler_seed(trainer: Trainer, loader: Any, saved: int | None) -> None:
+    """A distributed sampler shuffles with its ``seed`` (the global seed when the run started):
+    a resumed run takes the checkpoint's, so it draws the same order whatever it was seeded
+    with; checkpoints record it."""
+    from torch.utils.data import DistributedSampler
+
+    sampler = getattr(loader, "sampler", None)
+    if not isinstance(sampler, DistributedSampler):
+        return
+    if saved is not None:
+        sampler.seed = saved
+    trainer._loop_state["sampler_seed"] = sampler.seed
 
 
 def _val_interval(trainer: Trainer, n_batches: int | float) -> int | float:
@@ -276,7 +291,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             next(iterator)
         set_rng_states(rng_at_save)
     progress.start_epoch(trainer.current_epoch, start)
-    trainer._loop_state = {"epoch_rng": epoch_rng}
+    trainer._loop_state["epoch_rng"] = epoch_rng
     batches = progress.batches
 
     transfer = make_transfer(trainer)
@@ -288,7 +303,8 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
                                      trainer.compile_options is not None)
     has_start, has_end = hooks.has("on_train_batch_start"), hooks.has("on_train_batch_end")
     backward_hooks = any(hooks.has(h) for h in ("on_before_backward", "on_after_backward",
-                                               "on_before_zero_grad"))
+                                               "on_before_zero_grad")) or \
+        _overridden(module, "backward")
     after = trainer._after_closure_for(optimizer)
     own_step = _overridden(module, "optimizer_step")
     own_zero = _overridden(module, "optimizer_zero_grad")
@@ -376,11 +392,12 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
         if epoch_schedulers and batch_idx + 1 == n_batches and not forward_only:
             _step_schedulers(trainer, "epoch", plateau=False)
         batches.completed = batch_idx + 1
+        ends_window = stepped or not automatic
+        progress.uncounted = int(ends_window)
         if has_end:
             hooks("on_train_batch_end", output, batch, batch_idx)
-        if stepped:
-            trainer._batches_stepped += 1
-        if loggers and stepped and trainer.global_step % log_every == 0:
+        if loggers and ends_window and ((progress.batches_that_stepped + 1) % log_every == 0
+                                        or trainer.should_stop):
             trainer._log_step_metrics(results)
         if preemption is not None and (stepped or not automatic) and (
                 action := preemption.poll()):
@@ -391,6 +408,8 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             with preserved_rng():
                 evaluate(trainer, "validate", val[0], val[1], during_fit=True)
             trainer._results = results
+        progress.batches_that_stepped += progress.uncounted
+        progress.uncounted = 0
         total += 1
         if (0 <= trainer.max_steps <= trainer.global_step) or (timed and _out_of_time(trainer)):
             trainer.should_stop = True
@@ -432,9 +451,12 @@ def _count(start: int) -> Iterator[int]:
 def _end_train_epoch(trainer: Trainer, results: Any) -> None:
     hooks = trainer._hooks
     assert hooks is not None
+    progress = trainer._progress
+    progress.batches_that_stepped -= 1  # Lightning: epoch values at the last batch's step
     trainer._finish_results(results)  # what training_step logged per epoch
     hooks.before_monitors("on_train_epoch_end")
     trainer._finish_results(results)  # what on_train_epoch_end logged
+    progress.batches_that_stepped += 1
     _step_schedulers(trainer, "epoch", plateau=True)
     trainer._progress.finish_epoch()
     hooks.monitors("on_train_epoch_end")
@@ -569,7 +591,9 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
         trainer._data_changed = False
     pass_idx = len(loaders) > 1 and _takes_dataloader_idx(getattr(module, method))
     hooks(f"on_{prefix}_epoch_start")
-    logged_steps = 0  # Lightning's step axis for eval on_step values: batches in this run
+    # Lightning's step axis for evaluation values logged per batch: the batches each
+    # dataloader ran in this fit (over every validation of it) or this validate/test call.
+    counts_seen = trainer._eval_batches_seen
     with _no_grad(trainer):
         for dl_idx, (loader, count) in enumerate(zip(loaders, counts)):
             results.dataloader_suffix = f"/dataloader_idx_{dl_idx}" if len(loaders) > 1 else ""
@@ -585,11 +609,13 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
                 results.hook = method
                 output = step(method, batch, batch_idx, *extra)
                 hooks(f"on_{prefix}_batch_end", output, batch, batch_idx, *hook_idx)
+                seen = counts_seen.get((prefix, dl_idx), 0)
                 if results.step_values:  # someone logged with on_step=True
                     if not sanity:
-                        trainer._log_eval_step_metrics(results, logged_steps)
+                        trainer._log_eval_step_metrics(results, seen)
                     results.step_values.clear()
-                logged_steps += 1
+                if not sanity:
+                    counts_seen[(prefix, dl_idx)] = seen + 1
     results.dataloader_suffix = ""
     hooks.before_monitors(f"on_{prefix}_epoch_end")
     if sanity:

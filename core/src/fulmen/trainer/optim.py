@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,11 +26,20 @@ class LRSchedulerConfig:
     monitor: str | None = None
     strict: bool = True
     name: str | None = None
+    reduce_on_plateau: bool | None = None  # None: whether the scheduler is ReduceLROnPlateau
     timing_keys: tuple[str, ...] = ()  # which of interval/frequency/monitor/strict were given
 
     @property
     def needs_metric(self) -> bool:
+        """Stepped with the monitored value (``scheduler.step(metric)``)."""
+        if self.reduce_on_plateau is not None:
+            return self.reduce_on_plateau
         return isinstance(self.scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
+
+
+_SCHEDULER_KEYS = ("scheduler", "interval", "frequency", "monitor", "strict", "name",
+                   "reduce_on_plateau")
+_DICT_KEYS = ("optimizer", "lr_scheduler", "monitor")
 
 
 def _is_optimizer(obj: Any) -> bool:
@@ -87,9 +97,10 @@ def _from_dicts(items: Sequence[Mapping[str, Any]], bad: Callable[[str], Excepti
                 ) -> tuple[list[Any], list[LRSchedulerConfig]]:
     optimizers, schedulers = [], []
     for item in items:
-        unknown = set(item) - {"optimizer", "lr_scheduler", "monitor"}
+        unknown = set(item) - set(_DICT_KEYS)
         if unknown:
-            raise bad(f"unknown keys {sorted(unknown)}")
+            raise bad(f"the dict has unknown keys {sorted(unknown)}; its keys are "
+                      f"{', '.join(_DICT_KEYS)}")
         if not _is_optimizer(item.get("optimizer")):
             raise bad("the dict needs 'optimizer': a torch.optim.Optimizer")
         optimizers.append(item["optimizer"])
@@ -103,10 +114,13 @@ def _from_dicts(items: Sequence[Mapping[str, Any]], bad: Callable[[str], Excepti
 
 def _scheduler_config(obj: Any, bad: Callable[[str], Exception]) -> LRSchedulerConfig:
     if isinstance(obj, Mapping):
-        unknown = set(obj) - {"scheduler", "interval", "frequency", "monitor", "strict", "name"}
-        if unknown or "scheduler" not in obj:
-            raise bad(f"a scheduler dict needs 'scheduler' and may have interval, frequency, "
-                      f"monitor, strict, name (got {sorted(obj)})")
+        unknown = sorted(set(obj) - set(_SCHEDULER_KEYS), key=str)
+        if unknown:
+            raise bad(f"the lr_scheduler dict has unknown keys {unknown} (given: "
+                      f"{sorted(obj, key=str)}); its keys are {', '.join(_SCHEDULER_KEYS)}")
+        if "scheduler" not in obj:
+            raise bad(f"the lr_scheduler dict has no 'scheduler' (given: "
+                      f"{sorted(obj, key=str)}); its keys are {', '.join(_SCHEDULER_KEYS)}")
         config = LRSchedulerConfig(**obj)
         config.timing_keys = tuple(sorted(set(obj) & {"interval", "frequency", "monitor",
                                                       "strict"}))
@@ -140,6 +154,18 @@ class OptimizerWrapper:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         self.optimizer.zero_grad(set_to_none=set_to_none)
+
+    @contextlib.contextmanager
+    def toggle_model(self, sync_grad: bool = True) -> Iterator[None]:
+        """Only this optimizer's parameters require grad inside (``Module.toggle_optimizer``);
+        ``sync_grad=False`` also skips the gradient reduction across processes for backwards
+        inside (the strategy's ``no_backward_sync``): accumulate with it, and make the last
+        backward before ``step()`` one with ``sync_grad=True``."""
+        module = self._trainer.module
+        sync = contextlib.nullcontext() if sync_grad else \
+            self._trainer.strategy.no_backward_sync()
+        with sync, module.toggled_optimizer(self):
+            yield
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.optimizer, name)

@@ -22,6 +22,12 @@ class FitProgress:
     epochs: Counter = field(default_factory=Counter)
     batches: Counter = field(default_factory=Counter)
     steps: Counter = field(default_factory=Counter)
+    #: The loggers' step axis: batches that ended an accumulation window (every batch under
+    #: manual optimization), over every fit of the Trainer (Lightning's _batches_that_stepped).
+    batches_that_stepped: int = 0
+    #: 1 while a batch that ended a window is not yet counted in ``batches_that_stepped``
+    #: (Lightning counts it after validation): a checkpoint taken then counts it.
+    uncounted: int = field(default=0, repr=False)
 
     @property
     def in_epoch(self) -> bool:
@@ -36,16 +42,20 @@ class FitProgress:
         self.epochs.completed = self.epochs.started
 
     def state_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        state = asdict(self)
+        state["batches_that_stepped"] += state.pop("uncounted")
+        return state
 
     @classmethod
     def from_state(cls, state: dict[str, Any], epoch: int) -> FitProgress:
         """Read counters (or, from a checkpoint written before counters, ``epoch`` plus the
         ``epoch_done``/``batches_done`` flags)."""
         if "epochs" in state:
-            return cls(Counter(**state["epochs"]), Counter(**state["batches"]),
-                       Counter(**state["steps"]))
+            steps = Counter(**state["steps"])
+            return cls(Counter(**state["epochs"]), Counter(**state["batches"]), steps,
+                       state.get("batches_that_stepped", steps.completed))
         progress = cls()
+        progress.batches_that_stepped = state.get("global_step", 0)
         done = state.get("batches_done", 0)
         if state.get("epoch_done", True):
             progress.epochs = Counter(epoch + 1, epoch + 1)

@@ -53,6 +53,7 @@ class LoggedValue:
     reduce_fx: str
     sync_dist: bool
     rank_zero_only: bool
+    suffix: str = ""  # "/dataloader_idx_<i>" with several eval dataloaders
     step_name: str = ""
     epoch_name: str = ""
     metric: Any = None  # a torchmetrics.Metric, computed at epoch end
@@ -60,9 +61,11 @@ class LoggedValue:
     sizes: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        both = self.on_step and self.on_epoch
-        self.step_name = f"{self.name}_step" if both else self.name
-        self.epoch_name = f"{self.name}_epoch" if both else self.name
+        both = self.on_step and self.on_epoch  # Lightning: "loss_step/dataloader_idx_0"
+        base = self.name
+        self.step_name = (f"{base}_step" if both else base) + self.suffix
+        self.epoch_name = (f"{base}_epoch" if both else base) + self.suffix
+        self.name = base + self.suffix
 
     def add(self, value: torch.Tensor, size: int) -> None:
         self.values.append(value)
@@ -112,12 +115,18 @@ class Results:
 
     def log(self, name: str, value: Any, *, prog_bar: bool, logger: bool, on_step: bool | None,
             on_epoch: bool | None, reduce_fx: Any, sync_dist: bool, rank_zero_only: bool,
-            batch_size: int | None) -> None:
-        key = (self.hook, name + self.dataloader_suffix)
-        entry = self.entries.get(key)
+            batch_size: int | None, add_dataloader_idx: bool = True) -> None:
+        suffix = self.dataloader_suffix if add_dataloader_idx else ""
+        entry = self.entries.get((self.hook, name + suffix))
         if entry is None:
-            entry = self._register(name, value, prog_bar, logger, on_step, on_epoch, reduce_fx,
-                                   sync_dist, rank_zero_only)
+            if add_dataloader_idx and isinstance(name, str) and "/dataloader_idx_" in name:
+                raise ConfigurationError(
+                    f"self.log({name!r}): the name holds '/dataloader_idx_', which fulmen "
+                    "appends itself with several dataloaders (add_dataloader_idx=True). Log "
+                    f"{name.split('/dataloader_idx_')[0]!r}, or pass add_dataloader_idx=False "
+                    "to name it yourself")
+            entry = self._register(name, suffix, value, prog_bar, logger, on_step, on_epoch,
+                                   reduce_fx, sync_dist, rank_zero_only)
         if entry.metric is not None:
             step_value = getattr(value, "_forward_cache", None)
             if entry.on_step and step_value is not None:
@@ -137,7 +146,7 @@ class Results:
         if entry.on_epoch:
             entry.add(value, batch_size if batch_size is not None else self._batch_size())
 
-    def _register(self, name: str, value: Any, prog_bar: bool, logger: bool,
+    def _register(self, name: str, suffix: str, value: Any, prog_bar: bool, logger: bool,
                   on_step: bool | None, on_epoch: bool | None, reduce_fx: Any, sync_dist: bool,
                   rank_zero_only: bool) -> LoggedValue:
         defaults = DEFAULTS.get(self.hook)
@@ -158,15 +167,15 @@ class Results:
         if not (on_step or on_epoch):
             raise ConfigurationError(f"self.log({name!r}, on_step=False, on_epoch=False) logs "
                                      "nothing; set one of them")
-        full = name + self.dataloader_suffix
+        full = name + suffix
         for other in self.entries.values():
             if other.name == full and other.hook != self.hook:
                 raise ConfigurationError(f"self.log({name!r}) is called from both "
                                          f"{other.hook} and {self.hook}; use different names")
         metric_type = _metric_type()
         is_metric = metric_type is not None and isinstance(value, metric_type)
-        entry = LoggedValue(full, self.hook, prog_bar, logger, on_step, on_epoch, fx, sync_dist,
-                            rank_zero_only, metric=value if is_metric else None)
+        entry = LoggedValue(name, self.hook, prog_bar, logger, on_step, on_epoch, fx, sync_dist,
+                            rank_zero_only, suffix=suffix, metric=value if is_metric else None)
         self.entries[(self.hook, full)] = entry
         saved = self._pending.pop(f"{entry.hook}|{entry.name}", None)
         if saved is not None:

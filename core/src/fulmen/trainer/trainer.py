@@ -216,6 +216,7 @@ class Trainer(SelectionReport):
         self._metrics: dict[str, torch.Tensor] = {}
         self._logged_metrics: dict[str, Any] = {}
         self._prog_bar_names: set[str] = set()
+        self._eval_batches_seen: dict[tuple[str, int], int] = {}  # eval loggers' step axis
         self._hooks: HookTable | None = None
         self._loop_state: dict[str, Any] = {}
         self._progress = FitProgress()
@@ -223,7 +224,6 @@ class Trainer(SelectionReport):
         self._preemption: Preemption | None = None
         self._start_time = 0.0
         self._steps_before_batch = 0  # global_step when the current training batch began
-        self._batches_stepped = 0  # training batches that made an optimizer step, this fit
         self._stage_loaders: dict[str, Any] = {}  # what the running stage was given
         self._data_changed = False  # a trial ran: evaluation/predict set their data up again
 
@@ -333,7 +333,8 @@ class Trainer(SelectionReport):
         multiple of ``log_every_n_steps`` (the same answer from ``on_train_batch_start`` to
         ``on_train_batch_end``), or training is stopping — Lightning's rule, which counts
         batches (not optimizer steps) under manual optimization too."""
-        return (self._batches_stepped + 1) % self.log_every_n_steps == 0 or self.should_stop
+        return ((self._progress.batches_that_stepped + 1) % self.log_every_n_steps == 0
+                or self.should_stop)
 
     @property
     def logged_metrics(self) -> dict[str, Any]:
@@ -520,6 +521,7 @@ class Trainer(SelectionReport):
         self.should_stop = False
         self._start_time = time.monotonic()
         self._metrics.clear()
+        self._eval_batches_seen = {}
         model.trainer = self
         if datamodule is not None:
             datamodule.trainer = self
@@ -705,8 +707,11 @@ class Trainer(SelectionReport):
         return list(self._wrapped_optimizers)
 
     def _backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
-        assert self._hooks is not None
+        """Backward with its hooks; through the module's ``backward`` when it overrides it."""
+        assert self._hooks is not None and self.module is not None
         self._hooks("on_before_backward", loss)
+        if type(self.module).backward is not Module.backward:
+            kwargs["run_backward"] = self.module.backward
         self.strategy.backward(loss, *args, **kwargs)
         self._hooks("on_after_backward")
 
@@ -740,33 +745,46 @@ class Trainer(SelectionReport):
     def _new_results(self, stage: str) -> Results:
         return Results(stage, self.strategy.reduce)
 
-    def _log_to_loggers(self, metrics: dict[str, Any], step: int) -> None:
+    def _log_to_loggers(self, metrics: dict[str, Any], step: int | None = None) -> None:
+        """To every logger (rank 0). ``step`` None: on the training step axis
+        (``batches_that_stepped``), with ``epoch`` added (Lightning's rule); an explicit step
+        (evaluation values logged per batch) gets no ``epoch``."""
         if not metrics:
             return
         values = {k: float(v) for k, v in metrics.items()}
         self._logged_metrics.update(values)
         if self.loggers and self.is_global_zero:
-            values = {**values, "epoch": float(self.current_epoch)}
+            if step is None:
+                step = self.batches_that_stepped
+                values = {**values, "epoch": float(self.current_epoch)}
             for lg in self.loggers:
                 lg.log_metrics(values, step=step)
+
+    @property
+    def batches_that_stepped(self) -> int:
+        """The loggers' step axis (Lightning's ``_batches_that_stepped``): training batches
+        that ended an accumulation window (under manual optimization: every batch). Values
+        logged in a training step go to the loggers at the count *before* that batch."""
+        return self._progress.batches_that_stepped
 
     def _log_step_metrics(self, results: Results) -> None:
         entries = results.entry_for_step_name()
         metrics = {name: value for name, value in results.step_values.items()
                    if entries[name].logger}
-        self._log_to_loggers(metrics, self.global_step)
+        self._log_to_loggers(metrics)
 
     def _log_eval_step_metrics(self, results: Results, step: int) -> None:
         """Validation/test values logged with ``on_step=True`` (``name_step`` when also per
-        epoch): to callback metrics, and to the loggers at ``step`` (the batch count of this
-        evaluation run, as Lightning)."""
+        epoch): to the loggers at ``step`` (per dataloader, the batches it ran in this fit or
+        this validate/test call, as Lightning); not to callback metrics (Lightning keeps
+        per-batch evaluation values out of them)."""
         entries = results.entry_for_step_name()
-        self._metrics.update(results.step_values)
         self._log_to_loggers({name: value for name, value in results.step_values.items()
                               if entries[name].logger}, step)
 
     def _finish_results(self, results: Results, log: bool = True) -> dict[str, torch.Tensor]:
-        """Epoch values → callback metrics and loggers; returns them."""
+        """Epoch values → callback metrics and loggers (on the training step axis); returns
+        them."""
         finished: dict[str, torch.Tensor] = {}
         to_log: dict[str, torch.Tensor] = {}
         for name, (entry, value) in results.epoch_values().items():
@@ -776,7 +794,7 @@ class Trainer(SelectionReport):
             if entry.logger:
                 to_log[name] = value
         if log:
-            self._log_to_loggers(to_log, self.global_step)
+            self._log_to_loggers(to_log)
         return finished
 
     # ------------------------------------------------------------------ checkpoints
@@ -856,6 +874,9 @@ class Trainer(SelectionReport):
             return None
         checkpoint = self.strategy.load_checkpoint(path, weights_only=weights_only)
         ckpt.require_state_dict(checkpoint, path)
+        if stage == "fit":  # before anything is loaded: a refused resume changes nothing
+            ckpt.require_fulmen_format(checkpoint, path)
+            ckpt.require_resumable_version(checkpoint, path)
         assert self.module is not None
         self.module.on_load_checkpoint(checkpoint)
         ckpt.check_keys(self.module, checkpoint["state_dict"], path)
@@ -867,7 +888,6 @@ class Trainer(SelectionReport):
             raise fit_error(path, self.module, checkpoint["state_dict"], exc) from exc
         if stage != "fit":
             return None
-        ckpt.require_fulmen_format(checkpoint, path)
         for callback in self.callbacks:
             state = checkpoint.get("callbacks", {}).get(callback.state_key)
             if state is not None:

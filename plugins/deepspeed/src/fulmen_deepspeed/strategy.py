@@ -17,6 +17,7 @@ import contextlib
 import logging
 import os
 import shutil
+import warnings
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -102,6 +103,7 @@ class DeepSpeedStrategy(ParallelStrategy):
         self.engine: Any = None
         self._dispatcher: StepDispatcher | None = None
         self._batch_size_set = False
+        self._warned_backward = False
 
     @property
     def stage(self) -> int:
@@ -168,6 +170,8 @@ class DeepSpeedStrategy(ParallelStrategy):
             raise ConfigurationError(f"DeepSpeed drives one optimizer per model; got "
                                      f"{len(optimizers)}. Return a single optimizer from "
                                      "configure_optimizers (or set up one in Lite)")
+        if self.engine is not None:  # fit again with new optimizers: the old engine lets go
+            self.engine.destroy()    # of the parameters (its gradient hooks) first
         self._build_engine(optimizers[0])
         return [self.engine.optimizer]
 
@@ -207,9 +211,16 @@ class DeepSpeedStrategy(ParallelStrategy):
             return self.engine(*args, fulmen_step=method, **kwargs)
 
     def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        """The engine's backward (loss scaling, ZeRO gradient partitioning). A
+        ``Module.backward`` override (``run_backward``) cannot run: warned about once."""
         if self.engine is None:
             raise FulmenError("backward under DeepSpeed needs the engine: set the model up "
                               "with its optimizer first (Lite: model, opt = setup(model, opt))")
+        if kwargs.pop("run_backward", None) is not None and not self._warned_backward:
+            self._warned_backward = True
+            warnings.warn("the module overrides backward(), which DeepSpeed cannot run: its "
+                          "engine runs the backward pass itself (loss scaling, ZeRO gradient "
+                          "partitioning). The override is ignored", RuntimeWarning, stacklevel=2)
         self.engine.backward(loss, scale_wrt_gas=False, **kwargs)
 
     def optimizer_step(self, optimizer: Any, closure: Callable[[], Any] | None = None,

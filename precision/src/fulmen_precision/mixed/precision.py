@@ -43,10 +43,11 @@ class MixedPrecision(Precision):
     def convert_output(self, data: Any) -> Any:
         return cast_floats(data, torch.get_default_dtype())
 
-    def backward(self, tensor: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+    def backward(self, tensor: torch.Tensor, *args: Any,
+                 run_backward: Callable[..., None] | None = None, **kwargs: Any) -> None:
         if self.scaler is not None:
             tensor = self.scaler.scale(tensor)
-        tensor.backward(*args, **kwargs)
+        super().backward(tensor, *args, run_backward=run_backward, **kwargs)
 
     def unscale_gradients(self, optimizer: torch.optim.Optimizer) -> None:
         # Unscaling twice would corrupt the gradients (GradScaler refuses it): once per update.

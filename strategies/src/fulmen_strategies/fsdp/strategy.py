@@ -10,8 +10,9 @@ through ``torch.distributed.checkpoint``. Mixed precision comes from the Trainer
 
 from __future__ import annotations
 
+import contextlib
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ class FSDPStrategy(ParallelStrategy):
         self.reshard_after_forward = reshard_after_forward
         self.state_dict_type = state_dict_type
         self.optimizers: list[Any] = []
+        self._in_training_step = False
 
     # ------------------------------------------------------------------ wrapping
 
@@ -88,6 +90,41 @@ class FSDPStrategy(ParallelStrategy):
     def setup_optimizers(self, optimizers: list[Any]) -> list[Any]:
         self.optimizers = list(optimizers)
         return optimizers
+
+    def step(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        if method != "training_step" or not self.distributed:
+            return super().step(method, *args, **kwargs)
+        self._in_training_step = True
+        try:
+            return super().step(method, *args, **kwargs)
+        finally:
+            self._in_training_step = False
+
+    def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        if self._in_training_step:  # manual optimization: a backward inside training_step
+            raise ConfigurationError(
+                "manual optimization (manual_backward inside training_step) is not supported "
+                "with strategy='fsdp' yet: the backward runs inside FSDP2's forward, before it "
+                "sets up the gradient reduce-scatter, so the ranks would not average their "
+                "gradients. Use automatic optimization, or strategy='ddp', 'deepspeed' or "
+                "'ddp_sharded' for manual optimization")
+        super().backward(loss, *args, **kwargs)
+
+    @contextlib.contextmanager
+    def no_backward_sync(self) -> Iterator[None]:
+        """Backwards inside accumulate unsharded gradients locally; the first backward after
+        reduce-scatters the sum (FSDP2's ``set_requires_gradient_sync``)."""
+        from torch.distributed.fsdp import FSDPModule
+
+        module = self.module
+        if not self.distributed or not isinstance(module, FSDPModule):
+            yield
+            return
+        module.set_requires_gradient_sync(False)
+        try:
+            yield
+        finally:
+            module.set_requires_gradient_sync(True)
 
     def clip_gradients(self, module: torch.nn.Module, optimizer: Any, clip_val: float,
                        algorithm: str = "norm") -> Any:

@@ -14,8 +14,9 @@ class StaticScalePrecision(Precision):
         self.scale = float(scale)
         self._unscaled: set[int] = set()  # optimizers whose gradients are unscaled this step
 
-    def backward(self, tensor: torch.Tensor, *args: Any, **kwargs: Any) -> None:
-        (tensor * self.scale).backward(*args, **kwargs)
+    def backward(self, tensor: torch.Tensor, *args: Any,
+                 run_backward: Callable[..., None] | None = None, **kwargs: Any) -> None:
+        super().backward(tensor * self.scale, *args, run_backward=run_backward, **kwargs)
 
     def unscale_gradients(self, optimizer: torch.optim.Optimizer) -> None:
         if id(optimizer) in self._unscaled:

@@ -106,6 +106,8 @@ class ShardedDDPStrategy(DDPStrategy):
             return optimizers
         sharded = [self._to_oss(o) for o in optimizers]
         if sharded and self._forward is not None:
+            if self._forward.sharded is not None:  # fit again: new optimizers, a new reducer
+                _release_gradient_hooks(self._forward.sharded)
             self._forward.sharded = ShardedDataParallel(
                 StepDispatcher(self._forward.module), sharded_optimizer=sharded,
                 **self.sdp_kwargs)
@@ -182,6 +184,10 @@ class ShardedDDPStrategy(DDPStrategy):
             optimizer.param_groups = original.param_groups
         return None
 
-    def teardown(self) -> None:
-        self._forward = None
-        super().teardown()
+
+
+def _release_gradient_hooks(sharded: ShardedDataParallel) -> None:
+    """The reducer being replaced must stop reducing: its gradient hooks would reduce every
+    gradient a second time, to the ranks of optimizers that no longer step."""
+    while sharded._grad_hooks:
+        sharded._grad_hooks.pop().remove()
