@@ -47,3 +47,12 @@ def format_choices(choices: Iterable[str]) -> str:
 class RendezvousError(FulmenError, TimeoutError):
     """The processes of a run did not all join the process group within the rendezvous timeout;
     the message names the missing ranks, the address and port, and what to check."""
+
+
+class NonFiniteError(FulmenError, FloatingPointError):
+    """The training loss became NaN or infinite and the run was asked to stop on it
+    (``Trainer(detect_anomaly=True)``); the message names the epoch, step and batch index."""
+
+
+class NonFiniteWarning(UserWarning):
+    """The training loss became NaN or infinite (reported once per process and fit)."""
