@@ -131,19 +131,21 @@ def test_learning_rate_monitor_logs_each_group(tmp_path):
             TinyModule(), loader())
 
 
-def test_model_summary_prints_params_and_size(capsys):
+def test_model_summary_logs_params_and_size(caplog):
+    caplog.set_level("INFO", logger="fulmen")
     fulmen.Trainer(callbacks=[ModelSummary()], **lean(max_epochs=1)).fit(TinyModule(), loader())
-    out = capsys.readouterr().out
+    out = caplog.text  # through the `fulmen` logger, as Lightning's
     assert re.search(r"0\s+net\s+Sequential\s+178", out)
     assert "178  Trainable params" in out and "0.001  Total estimated model params size (MB)" \
         in out
 
 
-def test_progress_bar_prints_one_line_per_epoch_without_a_terminal(capsys):
+def test_progress_bar_logs_one_line_per_epoch_without_a_terminal(caplog):
+    caplog.set_level("INFO", logger="fulmen")
     trainer = fulmen.Trainer(callbacks=[TQDMProgressBar(enabled=False)],
                              **lean(max_epochs=2))
     trainer.fit(TinyModule(), loader(), loader())
-    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Epoch")]
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Epoch")]
     assert lines[0].startswith("Epoch 0: 8 steps, train_loss=") and "val_acc=" in lines[0]
     assert len(lines) == 2
 

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from fulmen.callbacks.base import Callback
+from fulmen.status import configure_logging
 
 
 class ProgressBar(Callback):
@@ -68,8 +69,8 @@ class TQDMProgressBar(ProgressBar):
             self._bar.close()
             self._bar = None
         elif trainer.is_global_zero:
-            print(f"Epoch {trainer.current_epoch}: {trainer.global_step} steps"
-                  + (f", {text}" if text else ""), flush=True)
+            configure_logging().info("Epoch %d: %d steps%s", trainer.current_epoch,
+                                     trainer.global_step, f", {text}" if text else "")
 
     # ------------------------------------------------------------------ evaluation
 

@@ -7,6 +7,7 @@ from typing import Any
 import torch
 
 from fulmen.callbacks.base import Callback
+from fulmen.status import configure_logging
 
 
 def summarize(module: torch.nn.Module, max_depth: int = 1) -> dict[str, Any]:
@@ -54,4 +55,4 @@ class ModelSummary(Callback):
 
     def on_fit_start(self, trainer: Any, module: Any) -> None:
         if trainer.is_global_zero and self.max_depth >= 0:
-            print(format_summary(summarize(module, self.max_depth)))
+            configure_logging().info("%s", format_summary(summarize(module, self.max_depth)))
