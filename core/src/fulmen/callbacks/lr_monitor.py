@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fulmen import arguments
 from fulmen.callbacks.base import Callback
 from fulmen.errors import ConfigurationError
 
@@ -16,6 +17,7 @@ class LearningRateMonitor(Callback):
         if logging_interval not in (None, "step", "epoch"):
             raise ConfigurationError(f"LearningRateMonitor(logging_interval="
                                      f"{logging_interval!r}): use 'step', 'epoch' or None")
+        arguments.check_bool("LearningRateMonitor", {"log_momentum": log_momentum})
         self.logging_interval = logging_interval
         self.log_momentum = log_momentum
         self.lrs: dict[str, list[float]] = {}

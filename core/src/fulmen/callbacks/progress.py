@@ -7,6 +7,7 @@ import sys
 import time
 from typing import Any
 
+from fulmen import arguments
 from fulmen.callbacks.base import Callback
 from fulmen.status import configure_logging
 
@@ -29,6 +30,10 @@ class TQDMProgressBar(ProgressBar):
 
     def __init__(self, refresh_seconds: float = 0.5, leave: bool = True,
                  enabled: bool | None = None) -> None:
+        arguments.check_number("TQDMProgressBar", "refresh_seconds", refresh_seconds, minimum=0,
+                               optional=False)
+        arguments.check_bool("TQDMProgressBar", {"leave": leave, "enabled": enabled},
+                             optional=("enabled",))
         self.refresh_seconds = refresh_seconds
         self.leave = leave
         self.enabled = sys.stdout.isatty() if enabled is None else enabled

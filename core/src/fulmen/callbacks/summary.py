@@ -7,6 +7,7 @@ from typing import Any
 import torch
 
 from fulmen.callbacks.base import Callback
+from fulmen.errors import ConfigurationError
 from fulmen.status import configure_logging
 
 
@@ -51,6 +52,9 @@ class ModelSummary(Callback):
     """Prints the summary on rank zero when ``fit`` starts."""
 
     def __init__(self, max_depth: int = 1) -> None:
+        if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < -1:
+            raise ConfigurationError(f"ModelSummary(max_depth={max_depth!r}): use an int >= -1 "
+                                     "(how deep to list submodules)")
         self.max_depth = max_depth
 
     def on_fit_start(self, trainer: Any, module: Any) -> None:
