@@ -62,7 +62,8 @@ class ModelCheckpoint(Callback):
             save_weights_only, "auto_insert_metric_name": auto_insert_metric_name,
             "save_on_train_epoch_end": save_on_train_epoch_end, "enable_version_counter":
             enable_version_counter}, optional=("save_on_train_epoch_end",))
-        arguments.check_path("ModelCheckpoint", "dirpath", dirpath)
+        arguments.check_path("ModelCheckpoint", "dirpath",  # "": the working directory
+                             None if dirpath == "" else dirpath)
         for flag, text, what in (("monitor", monitor, "a logged metric's name"),
                                  ("filename", filename, "a file name pattern")):
             if text is not None and not isinstance(text, str):
