@@ -142,7 +142,7 @@ class FulmenCLI:
         names = registered_names()
         for flag, kind in SELECTION_FLAGS.items():
             default = inspect.signature(self.trainer_class.__init__).parameters[flag].default
-            kind_type: Any = list[str] | str | None if flag == "plugins" else str | int \
+            kind_type: Any = list[str] | str | None if flag == "plugins" else int | str \
                 if flag == "precision" else str
             parser.add_argument(f"--trainer.{flag}", type=kind_type, default=default,
                                 help=f"{_flag_help(flag)} Registered now: {names.get(kind)}")

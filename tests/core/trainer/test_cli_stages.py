@@ -101,7 +101,8 @@ def test_help_lists_the_registered_names(tmp_path):
     done = fulmen_cli("fit", "--help", cwd=tmp_path)
     assert done.returncode == 0
     text = " ".join(done.stdout.split())
-    assert "strategies: " in text and "ddp_spawn" in text and "bf16-mixed" in text
+    assert "registered strategy name. Registered now: ddp," in text
+    assert "ddp_spawn" in text and "bf16-mixed" in text and "slurm" in text
 
 
 def test_doctor_reports_versions_variables_detection_and_the_port(tmp_path):
