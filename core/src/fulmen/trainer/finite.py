@@ -46,7 +46,7 @@ class NonFiniteWatch:
         if not self.pending:
             return
         pending, self.pending = self.pending, []
-        finite = torch.isfinite(torch.stack([loss.float() for loss, *_ in pending]))
+        finite = torch.isfinite(torch.stack([loss.float().reshape(()) for loss, *_ in pending]))
         if bool(finite.all()):
             return
         first = int((~finite).nonzero()[0])
