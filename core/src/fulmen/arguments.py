@@ -77,10 +77,15 @@ def check_number(owner: str, flag: str, value: Any, minimum: float | None = None
                                  + (" or None" if optional else ""))
 
 
-def check_path(owner: str, flag: str, value: Any) -> None:
-    if value is not None and not isinstance(value, str | os.PathLike):
+def check_path(owner: str, flag: str, value: Any, optional: bool = True) -> None:
+    """A folder path (str or os.PathLike, not empty text); None where ``optional``."""
+    if value is None and optional:
+        return
+    if not isinstance(value, str | os.PathLike) or not os.fspath(value):
+        got = "empty text" if value == "" else type(value).__name__
         raise ConfigurationError(f"{owner}({flag}={value!r}): expected a folder path (str or "
-                                 f"pathlib.Path), got {type(value).__name__}")
+                                 f"pathlib.Path), got {got}" + (" (None: the default)" if optional
+                                                                 else ""))
 
 
 def check_epochs(owner: str, min_epochs: int | None, max_epochs: int | None) -> None:

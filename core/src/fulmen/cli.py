@@ -1,72 +1,176 @@
-"""The ``fulmen`` command (also ``python -m fulmen``).
+"""The ``fulmen`` command (also ``python -m fulmen``): one jsonargparse parser with subcommands.
 
-``fulmen plugins [--json] [--detect]`` lists every plugin with its distribution and status, every
-registered name per kind, and with ``--detect`` what each detector answers here.
-``fulmen plugins --check [NAME...]`` runs the conformance kit (:mod:`fulmen.testing`).
-
-``fulmen fit|validate|test|predict --config FILE.yaml`` builds the model, data and trainer from a
-LightningCLI-style config (``model:``/``data:`` with ``class_path`` + ``init_args``,
-``trainer:`` with the Trainer's flags) and runs the stage; see :mod:`fulmen.run_cli`.
-
+``fulmen fit|validate|test|predict`` build the model, data and trainer from LightningCLI-style
+configs and flags and run the stage (:class:`fulmen.run_cli.FulmenCLI`, which scripts can use and
+subclass as LightningCLI). ``fulmen plugins [--json] [--detect]`` lists every plugin with its
+distribution and status, every registered name per kind, and with ``--detect`` what each
+detector answers here; ``fulmen plugins --check [NAME...]`` runs the conformance kit
+(:mod:`fulmen.testing`). ``fulmen doctor`` reports the environment for a bug report.
 ``fulmen checkpoint inspect|verify|diff``: see :mod:`fulmen.checkpoint.tool`.
+
+Only the chosen subcommand's parser is built in full, so ``fulmen plugins`` imports no torch.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from jsonargparse import ArgumentParser, Namespace
 
 from fulmen.catalog import KINDS, PLURAL
 from fulmen.errors import FulmenError
 from fulmen.manager import PluginManager, get_plugin_manager
 
 STAGES = ("fit", "validate", "test", "predict")
+SUBCOMMANDS = {
+    "fit": "fit the model (then test it with test_after_fit: true)",
+    "validate": "run one validation epoch", "test": "run one test epoch",
+    "predict": "predict and write every rank's predictions to files",
+    "plugins": "list plugins, registered names and detection; --check runs the conformance kit",
+    "doctor": "report versions, cluster variables, detection, network and the main port, to "
+              "paste into a bug report",
+    "checkpoint": "inspect, verify or diff checkpoints: fulmen checkpoint inspect|verify|diff "
+                  "--help",
+}
+
+
+class CLIExit(Exception):
+    """Ends a command with an exit status (its message was printed already)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def fail(code: int, message: str) -> None:
+    """Print ``message`` on stderr and end the command with ``code``."""
+    print(message, file=sys.stderr)
+    raise CLIExit(code)
+
+
+def chosen_subcommand(prog: str, argv: Sequence[str], choices: dict[str, str]) -> str | None:
+    """The subcommand named on the command line (None: none); an unknown one fails with the
+    choices and a "did you mean"."""
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    if chosen is not None and chosen not in choices:
+        close = difflib.get_close_matches(chosen, list(choices), n=1)
+        fail(2, f"{prog}: error: invalid choice: {chosen!r} (choose from "
+             f"{', '.join(choices)})" + (f"; did you mean {close[0]!r}?" if close else ""))
+    return chosen
+
+
+def top_parser(prog: str, subcommands: dict[str, str], build: Callable[[str], ArgumentParser],
+               chosen: str | None, parser_kwargs: dict[str, Any] | None = None) -> ArgumentParser:
+    """The top-level parser: ``--version`` and the subcommands, of which only ``chosen`` is
+    built (by ``build``) in full; the others show in ``--help`` with their one-line help."""
+    kwargs = {"exit_on_error": False, "allow_abbrev": False, **(parser_kwargs or {})}
+    parser = ArgumentParser(prog=prog, description="fulmen: hardware-agnostic PyTorch training "
+                            "on plugins", **kwargs)
+    parser.add_argument("--version", action=_Versions, nargs=0,
+                        help="print the versions of fulmen, torch and every distribution that "
+                        "provides fulmen plugins, and exit")
+    actions = parser.add_subcommands(required=False, dest="subcommand")
+    for name, text in subcommands.items():
+        sub = build(name) if name == chosen else ArgumentParser(description=text, **kwargs)
+        actions.add_subcommand(name, sub, help=text)
+    return parser
+
+
+class _Versions(argparse.Action):
+    """``--version``: print :func:`versions` as it is (no re-wrapping) and exit."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any,
+                 option_string: str | None = None) -> None:
+        print(versions())
+        parser.exit()
+
+
+def versions() -> str:
+    """fulmen's, torch's and every plugin distribution's version, from package metadata only."""
+    from importlib import metadata
+
+    lines = []
+    # `fulmen` is the distribution users install (it may be absent where only the kernel,
+    # fulmen-core, was installed); fulmen-core and torch are always there.
+    for name in ("fulmen", "fulmen-core", "torch"):
+        try:
+            lines.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            if name != "fulmen":
+                lines.append(f"{name} (not installed)")
+    plugin_dists = {(ep.dist.name, ep.dist.version) for ep in
+                    metadata.entry_points(group="fulmen.plugins") if ep.dist is not None}
+    lines += [f"{name} {version}" for name, version in sorted(plugin_dists)]
+    return "\n".join(lines)
+
+
+def subcommand_parser(name: str) -> ArgumentParser:
+    """The parser of ``plugins``, ``doctor`` or ``checkpoint``."""
+    parser = ArgumentParser(description=SUBCOMMANDS[name], exit_on_error=False,
+                            allow_abbrev=False)
+    if name == "plugins":
+        parser.add_argument("--json", action="store_true", help="machine-readable output")
+        parser.add_argument("--detect", action="store_true",
+                            help="show what every detector answers on this machine")
+        parser.add_argument("--check", nargs="*", type=str, default=None, metavar="NAME",
+                            help="run the conformance kit on these registered names or plugins "
+                            "(every installed plugin when none is given)")
+        parser.add_argument("--timeout", type=float, default=120.0,
+                            help="with --check: seconds each check process may run")
+        parser.add_argument("--exhaustive", action="store_true", help="with --check: run every "
+                            "strategy name, not one per class and launcher")
+    elif name == "doctor":
+        parser.add_argument("--json", action="store_true", help="machine-readable output")
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list and args_list[0] in STAGES:  # jsonargparse is imported only for these
-        from fulmen.run_cli import run
-
-        return run(args_list)
-    if args_list and args_list[0] == "checkpoint":  # fulmen checkpoint inspect|verify|diff
+    if args_list and args_list[0] == "checkpoint":  # its own parser: inspect|verify|diff
         from fulmen.checkpoint.tool import main as checkpoint_main
 
         return checkpoint_main(args_list[1:])
-    parser = argparse.ArgumentParser(prog="fulmen", description="fulmen: hardware-agnostic "
-                                     "PyTorch training on plugins")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for stage in STAGES:
-        sub.add_parser(stage, help=f"{stage} from a config: fulmen {stage} --config FILE.yaml "
-                       f"(fulmen {stage} --help lists every option)", add_help=False)
-    sub.add_parser("checkpoint", help="inspect, verify or diff checkpoints: fulmen checkpoint "
-                   "inspect|verify|diff --help", add_help=False)
-    plugins = sub.add_parser("plugins", help="list plugins, registered names and detection")
-    plugins.add_argument("--json", action="store_true", help="machine-readable output")
-    plugins.add_argument("--detect", action="store_true",
-                         help="show what every detector answers on this machine")
-    plugins.add_argument("--check", nargs="*", metavar="NAME",
-                         help="run the conformance kit on these registered names or plugins "
-                         "(every installed plugin when none is given)")
-    plugins.add_argument("--timeout", type=float, default=120.0,
-                         help="with --check: seconds each check process may run")
-    plugins.add_argument("--exhaustive", action="store_true", help="with --check: run every "
-                         "strategy name, not one per class and launcher")
-    doctor = sub.add_parser("doctor", help="report versions, cluster variables, detection, "
-                            "network and the main port, to paste into a bug report")
-    doctor.add_argument("--json", action="store_true", help="machine-readable output")
-    parser.add_argument("--version", action=_Versions, help="print the versions of fulmen, "
-                        "torch and every distribution that provides fulmen plugins, and exit")
-    if not args_list:  # a bare `fulmen` is a request for help, not a mistake
-        parser.print_help()
-        return 0
-    args = parser.parse_args(args_list)
     try:
-        if args.command == "doctor":
+        chosen = chosen_subcommand("fulmen", args_list, SUBCOMMANDS)
+        if chosen in STAGES:  # jsonargparse builds the stage's parser from the Trainer's
+            from fulmen.run_cli import FulmenCommand
+
+            return FulmenCommand(args=args_list).exit_code
+        parser = top_parser("fulmen", SUBCOMMANDS, subcommand_parser, chosen)
+        if chosen is None and not any(a in ("-h", "--help", "--version") for a in args_list):
+            parser.print_help()  # a bare `fulmen` is a request for help, not a mistake
+            return 0
+        try:
+            config = parser.parse_args(args_list)
+        except Exception as exc:
+            fail(2, f"fulmen {chosen or ''}: error: {exc}\n(fulmen {chosen or ''} --help lists "
+                 "every option)")
+        assert chosen is not None
+        return run_subcommand(chosen, config[chosen])
+    except CLIExit as stop:
+        return stop.code
+
+
+def __getattr__(name: str) -> Any:
+    """``FulmenCLI`` (also as ``LightningCLI``) and ``SaveConfigCallback``, imported on first use
+    (they import torch; ``fulmen plugins`` does not)."""
+    if name in ("FulmenCLI", "LightningCLI", "SaveConfigCallback"):
+        from fulmen import run_cli
+
+        return getattr(run_cli, "FulmenCLI" if name == "LightningCLI" else name)
+    raise AttributeError(f"module 'fulmen.cli' has no attribute {name!r}")
+
+
+def run_subcommand(name: str, args: Namespace) -> int:
+    """Run ``plugins`` or ``doctor`` with their parsed arguments."""
+    try:
+        if name == "doctor":
             return _doctor(args.json)
         if args.check is not None:
             from fulmen.testing.table import main as check
@@ -79,32 +183,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `fulmen plugins | head`: the reader left; that is fine
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-
-
-class _Versions(argparse.Action):
-    """``fulmen --version``: read from package metadata only (no plugin is imported)."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
-        super().__init__(option_strings, dest, nargs=0, **kwargs)
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
-        from importlib import metadata
-
-        lines = []
-        # `fulmen` is the distribution users install (it may be absent where only the kernel,
-        # fulmen-core, was installed); fulmen-core and torch are always there.
-        for name in ("fulmen", "fulmen-core", "torch"):
-            try:
-                lines.append(f"{name} {metadata.version(name)}")
-            except metadata.PackageNotFoundError:
-                if name != "fulmen":
-                    lines.append(f"{name} (not installed)")
-        plugin_dists = {(ep.dist.name, ep.dist.version) for ep in
-                        metadata.entry_points(group="fulmen.plugins") if ep.dist is not None}
-        lines += [f"{name} {version}" for name, version in sorted(plugin_dists)]
-        print("\n".join(lines))
-        parser.exit()
 
 
 def _plugins(as_json: bool, detect: bool) -> int:

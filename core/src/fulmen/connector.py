@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from fulmen.api.launcher import LaunchOwner
 from fulmen.compose import Selection, compose
+from fulmen.errors import ConfigurationError
 from fulmen.legacy import translate_selection
 from fulmen.manager import get_plugin_manager
 
@@ -24,8 +25,16 @@ def select(owner: str, *, accelerator: Any, strategy: Any, devices: Any, num_nod
         tpu_cores=tpu_cores)
     if plugins is not None and not isinstance(plugins, list | tuple):
         plugins = [plugins]
-    return compose(accelerator=accelerator, strategy=strategy, devices=devices,
-                   num_nodes=num_nodes, precision=precision, plugins=plugins)
+    try:
+        return compose(accelerator=accelerator, strategy=strategy, devices=devices,
+                       num_nodes=num_nodes, precision=precision, plugins=plugins)
+    except ConfigurationError as exc:
+        legacy = [f"{flag}={value!r}" for flag, value in (("gpus", gpus), ("tpu_cores", tpu_cores))
+                  if value is not None]
+        if not legacy:
+            raise
+        raise ConfigurationError(f"{owner}({', '.join(legacy)}) was read as accelerator="
+                                 f"{accelerator!r}, devices={devices!r}: {exc}") from None
 
 
 class SelectionReport(LaunchOwner):

@@ -53,3 +53,12 @@ class StageExit(Exception):
     """Not an error: raised from a callback hook to end the running stage at once, skipping
     the rest of it; the Trainer tears down as after a finished run and the stage returns None.
     ``Tuner.lr_find``/``scale_batch_size`` use it to stop after tuning."""
+
+
+class NonFiniteError(FulmenError, FloatingPointError):
+    """The training loss became NaN or infinite and the run was asked to stop on it
+    (``Trainer(detect_anomaly=True)``); the message names the epoch, step and batch index."""
+
+
+class NonFiniteWarning(UserWarning):
+    """The training loss became NaN or infinite (reported once per process and fit)."""

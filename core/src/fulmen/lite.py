@@ -66,10 +66,19 @@ def _apply_filter(state: dict[str, Any], filter: Any) -> dict[str, Any]:
     return out
 
 
-def _as_list(value: Any) -> list[Any]:
+def _as_list(value: Any, flag: str) -> list[Any]:
+    """``callbacks``/``loggers`` as a list; a number or text in it is a mistake, not an object
+    whose hooks would be skipped silently."""
     if value is None:
         return []
-    return list(value) if isinstance(value, list | tuple) else [value]
+    items = list(value) if isinstance(value, list | tuple) else [value]
+    for item in items:
+        if item is None or isinstance(item, int | float | str | bytes):
+            raise ConfigurationError(f"Lite({flag}={value!r}): got {item!r}; {flag} takes "
+                                     + ("objects with hook methods (on_train_start...)"
+                                        if flag == "callbacks" else "fulmen.loggers Logger "
+                                        "instances") + ", or a list of them")
+    return items
 
 
 class Lite(SelectionReport):
@@ -98,8 +107,8 @@ class Lite(SelectionReport):
         self._selection = select("Lite", accelerator=accelerator, strategy=strategy,
                                  devices=devices, num_nodes=num_nodes, precision=precision,
                                  plugins=plugins, gpus=gpus, tpu_cores=tpu_cores)
-        self._callbacks = _as_list(callbacks)
-        self._loggers = _as_list(loggers)
+        self._callbacks = _as_list(callbacks, "callbacks")
+        self._loggers = _as_list(loggers, "loggers")
         self._log_step = 0  # the step of a metric logged without one
         self._launched = False
         self._models_set_up = 0

@@ -1,6 +1,7 @@
-"""``fulmen fit|validate|test|predict``: build everything from a config with jsonargparse.
+"""``FulmenCLI`` (LightningCLI on jsonargparse) and ``fulmen fit|validate|test|predict``.
 
     fulmen fit --config digits.yaml --trainer.max_epochs 3 --model.init_args.lr 0.01
+    fulmen fit --model=tiny.TinyModel --model.lr=0.05 --data=tiny.TinyData
     fulmen fit --config digits.yaml --print_config     # the full resolved config
 
 Config layout (LightningCLI's): ``seed_everything``, ``trainer`` (Trainer flags), ``model`` and
@@ -11,6 +12,10 @@ also runs the test loop, and the other subcommands accept the key and leave it u
 (``--predictions_dir`` elsewhere). Every run saves the resolved config as ``config.yaml`` in the
 run's log directory (``--save_config false`` turns it off, ``--save_config overwrite`` replaces
 one that is there).
+
+In a script, ``FulmenCLI(MyModel, MyData)`` gives the same subcommands; subclass it and override
+``add_arguments_to_parser`` to link arguments (``parser.link_arguments("data.num_classes",
+"model.init_args.num_classes", apply_on="instantiate")``), as with LightningCLI.
 """
 
 from __future__ import annotations
@@ -18,26 +23,34 @@ from __future__ import annotations
 import difflib
 import inspect
 import logging
+import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 from jsonargparse import ActionConfigFile, ArgumentParser, Namespace
 
+from fulmen import cli
 from fulmen.callbacks.base import Callback
 from fulmen.callbacks.prediction_writer import PredictionWriter
+from fulmen.cli import SUBCOMMANDS, CLIExit, chosen_subcommand, fail, top_parser
 from fulmen.datamodule import DataModule
 from fulmen.errors import ConfigurationError
 from fulmen.module import Module
 from fulmen.seed import seed_everything
+from fulmen.status import configure_logging
 from fulmen.trainer import Trainer
 
 log = logging.getLogger("fulmen.cli")
 
+STAGES = {name: SUBCOMMANDS[name] for name in ("fit", "validate", "test", "predict")}
 TOP_LEVEL = ("seed_everything", "trainer", "model", "data", "ckpt_path", "test_after_fit",
              "predictions_dir", "save_config")
 SAVE_CONFIG = ("true", "false", "overwrite")
+SELECTION_FLAGS = {"accelerator": "accelerator", "strategy": "strategy",
+                   "precision": "precision", "plugins": "environment"}
 
 
 class SaveConfigCallback(Callback):
@@ -70,95 +83,236 @@ class SaveConfigCallback(Callback):
         log.info("config saved to %s", path)
 
 
-def build_parser(stage: str) -> ArgumentParser:
-    parser = ArgumentParser(prog=f"fulmen {stage}", description=f"Run Trainer.{stage} from a "
-                            "config file and/or flags. " + _registered_names(),
-                            exit_on_error=False, allow_abbrev=False)
-    parser.add_argument("--config", action=ActionConfigFile, help="a YAML config file")
-    parser.add_argument("--seed_everything", type=int | bool | None, default=True,
-                        help="an int seed, true for a random one, false for none")
-    parser.add_class_arguments(Trainer, "trainer", fail_untyped=False)
-    parser.add_subclass_arguments(Module, "model", required=True,
-                                  help="a fulmen.Module subclass: class_path + init_args")
-    parser.add_subclass_arguments(DataModule, "data", required=False,
-                                  help="a fulmen.DataModule subclass: class_path + init_args")
-    parser.add_argument("--ckpt_path", type=str | None, default=None,
-                        help="checkpoint to start from ('best', 'last' or a path)")
-    parser.add_argument("--test_after_fit", type=bool, default=False,
-                        help="fit only: run trainer.test with the best checkpoint after fit")
-    parser.add_argument("--predictions_dir", type=str | None, default=None,
-                        help="predict only: where predictions_rank<r>.pt go (default: the "
-                        "run's log directory)")
-    parser.add_argument("--save_config", type=str, default="true",
-                        help="save the resolved config as config.yaml in the run's log "
-                        "directory: true, false, or overwrite")
-    return parser
+class FulmenCLI:
+    """Build the model, data and Trainer from config files and flags, and run a stage.
 
+    Args:
+        model_class: a ``fulmen.Module`` class whose arguments become ``--model.*``; None: any
+            subclass, chosen with ``--model=pkg.Class`` (or ``class_path:`` in the config).
+        datamodule_class: the same for ``--data``; None: any ``fulmen.DataModule`` subclass
+            (optional).
+        trainer_class: the Trainer class to build.
+        trainer_defaults: defaults for Trainer flags (the config and flags still win).
+        seed_everything_default: the default of ``--seed_everything`` (True: a random seed).
+        parser_kwargs: extra keyword arguments for every ``jsonargparse.ArgumentParser``.
+        subclass_mode_model: accept subclasses of ``model_class`` (``--model=pkg.Class``).
+        subclass_mode_data: accept subclasses of ``datamodule_class``.
+        args: the command line (default ``sys.argv[1:]``).
+        run: True: subcommands ``fit``/``validate``/``test``/``predict``, and the chosen one runs;
+            False: no subcommand, the objects are only built (``cli.trainer``, ``cli.model``).
+    """
 
-def _registered_names() -> str:
-    """The names registered right now, for ``--help`` (reads records; imports no plugin)."""
-    try:
-        from fulmen.catalog import KINDS, PLURAL
-        from fulmen.manager import get_plugin_manager
+    prog = "fulmen"
 
-        catalog = get_plugin_manager().catalog()
-        parts = [f"{PLURAL[k]}: {', '.join(e.record.name for e in catalog.entries(k))}"
-                 for k in KINDS]
-    except Exception as exc:  # --help must work even with a broken plugin set
-        return f"(registered plugin names unavailable: {exc})"
-    return "Registered " + "; ".join(parts) + ". `fulmen plugins` shows more."
+    def __init__(self, model_class: type[Module] | None = None,
+                 datamodule_class: type[DataModule] | None = None,
+                 trainer_class: type[Trainer] = Trainer,
+                 trainer_defaults: dict[str, Any] | None = None,
+                 seed_everything_default: bool | int = True,
+                 parser_kwargs: dict[str, Any] | None = None,
+                 subclass_mode_model: bool = False, subclass_mode_data: bool = False,
+                 args: list[str] | None = None, run: bool = True) -> None:
+        self.model_class, self.datamodule_class = model_class, datamodule_class
+        self.subclass_mode_model = model_class is None or subclass_mode_model
+        self.subclass_mode_data = datamodule_class is None or subclass_mode_data
+        self.trainer_class, self.trainer_defaults = trainer_class, trainer_defaults or {}
+        self.seed_everything_default = seed_everything_default
+        self.parser_kwargs = parser_kwargs or {}
+        argv = list(sys.argv[1:] if args is None else args)
+        self.subcommand: str | None = None
+        self.exit_code = self.main(argv, run)
 
+    # ------------------------------------------------------------------ parser
 
-def run(argv: list[str]) -> int:
-    stage, rest = argv[0], argv[1:]
-    problem = _check_config_files(rest)
-    if problem:
-        print(f"fulmen {stage}: error: {problem}", file=sys.stderr)
-        return 2
-    parser = build_parser(stage)
-    print_config = "--print_config" in rest
-    rest = [a for a in rest if a != "--print_config"]
-    config = _parse(parser, rest, stage)
-    if config is None:
-        return 2
-    if print_config:
-        print(parser.dump(config, skip_none=False), end="")
+    def init_parser(self, **kwargs: Any) -> ArgumentParser:
+        """A parser with this CLI's defaults (``exit_on_error=False``: errors come back here)."""
+        return ArgumentParser(**{"exit_on_error": False, "allow_abbrev": False,
+                                 **self.parser_kwargs, **kwargs})
+
+    def add_core_arguments_to_parser(self, parser: ArgumentParser) -> None:
+        """``--config``, ``--seed_everything``, the Trainer's flags, ``--model``, ``--data``."""
+        parser.add_argument("--config", action=ActionConfigFile, help="a YAML config file "
+                            "(several are merged in order; later flags win)")
+        parser.add_argument("--seed_everything", type=int | bool | None,
+                            default=self.seed_everything_default,
+                            help="an int seed, true for a random one, false for none")
+        skip = set(SELECTION_FLAGS)
+        parser.add_class_arguments(self.trainer_class, "trainer", fail_untyped=False,
+                                   instantiate=False, skip=skip)
+        names = registered_names()
+        for flag, kind in SELECTION_FLAGS.items():
+            default = inspect.signature(self.trainer_class.__init__).parameters[flag].default
+            kind_type: Any = list[str] | str | None if flag == "plugins" else int | str \
+                if flag == "precision" else str
+            parser.add_argument(f"--trainer.{flag}", type=kind_type, default=default,
+                                help=f"{_flag_help(flag)} Registered now: {names.get(kind)}")
+        if self.trainer_defaults:
+            parser.set_defaults({f"trainer.{k}": v for k, v in self.trainer_defaults.items()})
+        self._add_component(parser, "model", self.model_class, Module,
+                            self.subclass_mode_model, required=True)
+        self._add_component(parser, "data", self.datamodule_class, DataModule,
+                            self.subclass_mode_data, required=False)
+
+    @staticmethod
+    def _add_component(parser: ArgumentParser, key: str, given: type | None, base: type,
+                       subclass_mode: bool, required: bool) -> None:
+        what = f"a {base.__module__.split('.')[0]}.{base.__name__} subclass"
+        if subclass_mode:
+            parser.add_subclass_arguments(given or base, key, required=required,
+                                          help=f"{what}: --{key}=pkg.Class --{key}.arg=value, "
+                                          "or class_path + init_args in the config")
+        elif given is not None:
+            parser.add_class_arguments(given, key, help=f"{given.__name__}'s arguments")
+
+    def add_arguments_to_parser(self, parser: ArgumentParser) -> None:
+        """Override to add arguments or link them (``parser.link_arguments(...)``)."""
+
+    def stage_parser(self, stage: str) -> ArgumentParser:
+        parser = self.init_parser(description=f"Run Trainer.{stage} from config files and/or "
+                                  "flags.")
+        self.add_core_arguments_to_parser(parser)
+        parser.add_argument("--ckpt_path", type=str | None, default=None,
+                            help="checkpoint to start from ('best', 'last' or a path)")
+        parser.add_argument("--test_after_fit", type=bool, default=False,
+                            help="fit only: run trainer.test with the best checkpoint after fit")
+        parser.add_argument("--predictions_dir", type=str | None, default=None,
+                            help="predict only: where predictions_rank<r>.pt go (default: the "
+                            "run's log directory)")
+        parser.add_argument("--save_config", type=str, default="true",
+                            help="save the resolved config as config.yaml in the run's log "
+                            "directory: true, false, or overwrite")
+        self.add_arguments_to_parser(parser)
+        return parser
+
+    def subcommands(self) -> dict[str, str]:
+        """Subcommand name → one-line help (the stages; the ``fulmen`` command adds more)."""
+        return dict(STAGES)
+
+    def subcommand_parser(self, name: str) -> ArgumentParser:
+        """The parser of a subcommand other than a stage (the ``fulmen`` command's)."""
+        raise NotImplementedError(name)
+
+    def build_parser(self, chosen: str | None) -> ArgumentParser:
+        """The top-level parser; only the chosen subcommand's parser is built in full (the
+        others are listed in ``--help``)."""
+        self.stage_parsers: dict[str, ArgumentParser] = {}
+
+        def build(name: str) -> ArgumentParser:
+            if name not in STAGES:
+                return self.subcommand_parser(name)
+            self.stage_parsers[name] = self.stage_parser(name)
+            return self.stage_parsers[name]
+
+        return top_parser(self.prog, self.subcommands(), build, chosen, self.parser_kwargs)
+
+    # ------------------------------------------------------------------ running
+
+    def main(self, argv: list[str], run: bool) -> int:
+        try:
+            if not run:
+                self.parser = self.stage_parser("fit")
+                self.config = self.parse(self.parser, argv, "")
+                self.config_stage = self.config
+                self.before_instantiate_classes()
+                self.instantiate_classes()
+                return 0
+            chosen = chosen_subcommand(self.prog, argv, self.subcommands())
+            if chosen is None and not any(a in ("-h", "--help", "--version") for a in argv):
+                self.build_parser(None).print_help()  # a bare command asks for help
+                return 0
+            self.parser = self.build_parser(chosen)
+            self.config = self.parse(self.parser, argv, chosen or "")
+            self.subcommand = self.config.subcommand
+            assert self.subcommand is not None
+            if self.subcommand not in STAGES:
+                return self.run_subcommand(self.subcommand, self.config[self.subcommand])
+            self.config_stage = self.config[self.subcommand]
+            self.before_instantiate_classes()
+            self.instantiate_classes()
+            self.run_stage(self.subcommand)
+        except CLIExit as stop:
+            return stop.code
         return 0
-    if config.save_config not in SAVE_CONFIG:
-        print(f"fulmen {stage}: error: --save_config {config.save_config!r}: use one of "
-              f"{', '.join(SAVE_CONFIG)}", file=sys.stderr)
-        return 2
-    if stage != "fit" and config.test_after_fit:
-        log.info("test_after_fit applies to `fulmen fit`; `fulmen %s` leaves it unused", stage)
-    seed = config.seed_everything
-    if seed is True:
-        import random
 
-        seed = random.randint(0, 2**31 - 1)
-    if seed is not False and seed is not None:
-        seed_everything(int(seed))
-    try:
-        objects = parser.instantiate_classes(config)
-    except ConfigurationError as exc:
-        print(f"fulmen {stage}: error: {exc}", file=sys.stderr)
-        return 2
-    trainer: Trainer = objects.trainer
-    model, data = objects.model, objects.data
-    if config.save_config != "false":
-        trainer.callbacks.append(SaveConfigCallback(
-            parser.dump(config, skip_none=False), _config_sources(rest),
-            overwrite=config.save_config == "overwrite"))
-    try:
-        _run_stage(stage, config, trainer, model, data)
-    except ConfigurationError as exc:
-        print(f"fulmen {stage}: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    @staticmethod
+    def fail(code: int, message: str) -> None:
+        fail(code, message)
+
+    def parse(self, parser: ArgumentParser, argv: list[str], stage: str) -> Namespace:
+        prefix = f"{self.prog} {stage}".strip()
+        problem = check_config_files(argv)
+        if problem:
+            self.fail(2, f"{prefix}: error: {problem}")
+        self.print_config = "--print_config" in argv
+        argv = [a for a in argv if a != "--print_config"]
+        self.sources = config_sources(argv)
+        try:
+            config = parser.parse_args(argv)
+        except Exception as exc:  # jsonargparse names the key and what it expected
+            sources = ", ".join(repr(str(p)) for p in self.sources)
+            where = f" (config: {sources})" if sources else ""
+            self.fail(2, f"{prefix}: error{where}: {exc}\n({prefix} --help lists every option)")
+        if self.print_config:
+            dump_parser = self.stage_parsers[stage] if stage in STAGES else parser
+            shown = config[stage] if stage in STAGES else config
+            print(dump_parser.dump(shown, skip_unset=False), end="")
+            raise CLIExit(0)
+        return config
+
+    def run_subcommand(self, name: str, config: Namespace) -> int:
+        raise NotImplementedError(name)
+
+    def before_instantiate_classes(self) -> None:
+        """Override: runs after parsing, before anything is built."""
+
+    def instantiate_classes(self) -> None:
+        """Build ``self.model``, ``self.datamodule`` and ``self.trainer`` from the config."""
+        config = self.config_stage
+        stage = self.subcommand or "fit"
+        if config.save_config not in SAVE_CONFIG:
+            self.fail(2, f"{self.prog} {stage}: error: --save_config {config.save_config!r}: "
+                      f"use one of {', '.join(SAVE_CONFIG)}")
+        seed = config.seed_everything
+        if seed is True:
+            seed = random.randint(0, 2**31 - 1)
+        if seed is not False and seed is not None:
+            seed_everything(int(seed))
+        parser = self.parser if self.subcommand is None else self.stage_parsers[self.subcommand]
+        try:
+            self.config_init = parser.instantiate(config)
+            self.model: Module = self.config_init.model
+            self.datamodule: DataModule | None = self.config_init.get("data")
+            self.trainer = self.instantiate_trainer()
+        except ConfigurationError as exc:
+            self.fail(2, f"{self.prog} {stage}: error: {exc}")
+        if config.save_config != "false":
+            self.trainer.callbacks.append(SaveConfigCallback(
+                parser.dump(config, skip_unset=False), self.sources,
+                overwrite=config.save_config == "overwrite"))
+
+    def instantiate_trainer(self, **kwargs: Any) -> Trainer:
+        flags = {k: v for k, v in vars(self.config_init.trainer).items()}
+        return self.trainer_class(**{**flags, **kwargs})
+
+    def run_stage(self, stage: str) -> None:
+        config = self.config_stage
+        before: Callable[[], None] | None = getattr(self, f"before_{stage}", None)
+        if before is not None:
+            before()
+        try:
+            _run_stage(stage, config, self.trainer, self.model, self.datamodule)
+        except ConfigurationError as exc:
+            self.fail(2, f"{self.prog} {stage}: error: {exc}")
+        after: Callable[[], None] | None = getattr(self, f"after_{stage}", None)
+        if after is not None:
+            after()
 
 
 def _run_stage(stage: str, config: Namespace, trainer: Trainer, model: Module,
                data: DataModule | None) -> None:
     kwargs: dict[str, Any] = {"datamodule": data, "ckpt_path": config.ckpt_path}
+    if stage != "fit" and config.test_after_fit:
+        log.info("test_after_fit applies to `fulmen fit`; `fulmen %s` leaves it unused", stage)
     if stage == "fit":
         trainer.fit(model, **kwargs)
         if config.test_after_fit:
@@ -170,19 +324,38 @@ def _run_stage(stage: str, config: Namespace, trainer: Trainer, model: Module,
         trainer.callbacks.append(writer)
         trainer.predict(model, return_predictions=False, **kwargs)
         for path in writer.written:
-            print(f"predictions written to {path}")
+            configure_logging().info("predictions written to %s", path)
     else:
         getattr(trainer, stage)(model, **kwargs)
 
 
-def _config_sources(args: list[str]) -> list[Path]:
+def registered_names() -> dict[str, str]:
+    """Kind → the names registered right now, for ``--help`` (reads records only)."""
+    try:
+        from fulmen.catalog import KINDS
+        from fulmen.manager import get_plugin_manager
+
+        catalog = get_plugin_manager().catalog()
+        return {k: ", ".join(e.record.name for e in catalog.entries(k)) for k in KINDS}
+    except Exception as exc:  # --help must work even with a broken plugin set
+        return {k: f"(unavailable: {exc})" for k in SELECTION_FLAGS.values()}
+
+
+def _flag_help(flag: str) -> str:
+    return {"accelerator": "'auto' or a registered accelerator name.",
+            "strategy": "'auto' or a registered strategy name.",
+            "precision": "a registered precision name or alias.",
+            "plugins": "registered environment or precision names."}[flag]
+
+
+def config_sources(args: list[str]) -> list[Path]:
     return [Path(args[i + 1]).resolve() for i, a in enumerate(args[:-1]) if a == "--config"]
 
 
-def _check_config_files(args: list[str]) -> str | None:
+def check_config_files(args: list[str]) -> str | None:
     """Problems jsonargparse reports without naming the file or the key: a missing or empty
     file, a file that is not a mapping, and misspelt top-level or trainer keys."""
-    for path in _config_sources(args):
+    for path in config_sources(args):
         if not path.is_file():
             return f"config file {str(path)!r} does not exist"
         try:
@@ -217,12 +390,14 @@ def _unknown_key(path: Path, prefix: str, content: dict[str, Any],
     return None
 
 
-def _parse(parser: ArgumentParser, args: list[str], stage: str) -> Namespace | None:
-    try:
-        return parser.parse_args(args)
-    except Exception as exc:  # jsonargparse names the key and what it expected
-        sources = ", ".join(repr(str(p)) for p in _config_sources(args))
-        where = f" (config: {sources})" if sources else ""
-        print(f"fulmen {stage}: error{where}: {exc}", file=sys.stderr)
-        print(f"(fulmen {stage} --help lists every option)", file=sys.stderr)
-        return None
+class FulmenCommand(FulmenCLI):
+    """The ``fulmen`` command: the stages, plus ``plugins``, ``doctor`` and ``checkpoint``."""
+
+    def subcommands(self) -> dict[str, str]:
+        return dict(SUBCOMMANDS)
+
+    def subcommand_parser(self, name: str) -> ArgumentParser:
+        return cli.subcommand_parser(name)
+
+    def run_subcommand(self, name: str, config: Namespace) -> int:
+        return cli.run_subcommand(name, config)

@@ -136,17 +136,18 @@ def test_model_summary_logs_params_and_size(caplog):
     with caplog.at_level("INFO", logger="fulmen"):
         fulmen.Trainer(callbacks=[ModelSummary()], **lean(max_epochs=1)).fit(TinyModule(),
                                                                              loader())
-    out = caplog.text
+    out = caplog.text  # through the `fulmen` logger
     assert re.search(r"0 \| net\s+\| Sequential \| 178", out)
     assert "178       Trainable params" in out
     assert "0.001     Total estimated model params size (MB)" in out
 
 
-def test_progress_bar_prints_one_line_per_epoch_without_a_terminal(capsys):
+def test_progress_bar_logs_one_line_per_epoch_without_a_terminal(caplog):
+    caplog.set_level("INFO", logger="fulmen")
     trainer = fulmen.Trainer(callbacks=[TQDMProgressBar(interactive=False)],
                              **lean(max_epochs=2, enable_progress_bar=True))
     trainer.fit(TinyModule(), loader(), loader())
-    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Epoch")]
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Epoch")]
     assert lines[0].startswith("Epoch 0: 8 steps, ")
     assert "train_loss=" in lines[0] and "val_acc=" in lines[0]
     assert len(lines) == 2

@@ -107,11 +107,12 @@ def test_predict_returns_outputs_per_batch():
     assert [p.shape for p in predictions] == [torch.Size([8, 2])] * 2 + [torch.Size([4, 2])]
 
 
-def test_validate_and_test_return_metrics_and_print_a_table(capsys):
+def test_validate_and_test_return_metrics_and_log_a_table(caplog):
+    caplog.set_level("INFO", logger="fulmen")
     trainer = fulmen.Trainer(**lean())
     results = trainer.test(TinyModule(), loader())
     assert list(results[0]) == ["test_acc"]
-    out = capsys.readouterr().out
+    out = caplog.text  # through the `fulmen` logger, not print
     assert "Test results" in out and "test_acc" in out
 
 

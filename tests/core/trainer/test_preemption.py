@@ -57,7 +57,8 @@ def run(root: Path, env: Preemptible, callbacks: list[Any], **fit: Any) -> fulme
 
 @pytest.mark.parametrize(("sig", "code", "requeued"), [(signal.SIGUSR1, 0, 1),
                                                         (signal.SIGUSR2, 128 + 12, 0)])
-def test_signal_checkpoints_exits_and_restores_handlers(tmp_path, capsys, sig, code, requeued):
+def test_signal_checkpoints_exits_and_restores_handlers(tmp_path, caplog, sig, code, requeued):
+    caplog.set_level("INFO", logger="fulmen")
     before = signal.getsignal(sig)
     env = Preemptible()
     with pytest.raises(SystemExit) as exit_info:
@@ -66,7 +67,7 @@ def test_signal_checkpoints_exits_and_restores_handlers(tmp_path, capsys, sig, c
     assert signal.getsignal(sig) is before  # the Trainer's handler is gone again
     checkpoint = torch.load(tmp_path / "hpc_ckpt_1.ckpt", weights_only=True)
     assert checkpoint["global_step"] == 7 and checkpoint["loops"]["fit"]["batches_done"] == 2
-    err = capsys.readouterr().err
+    err = caplog.text  # through the `fulmen` logger
     assert f"{signal.Signals(sig).name} received; saved {tmp_path / 'hpc_ckpt_1.ckpt'}" in err
 
 

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import torch
 
+from fulmen import arguments
 from fulmen.callbacks import monitor as mon
 from fulmen.callbacks.base import Callback
 from fulmen.callbacks.checkpoint_names import format_name
@@ -56,6 +57,18 @@ class ModelCheckpoint(Callback):
                  train_time_interval: timedelta | None = None,
                  every_n_epochs: int | None = None, save_on_train_epoch_end: bool | None = None,
                  enable_version_counter: bool = True) -> None:
+        arguments.check_bool("ModelCheckpoint", {
+            "verbose": verbose, "save_on_exception": save_on_exception, "save_weights_only":
+            save_weights_only, "auto_insert_metric_name": auto_insert_metric_name,
+            "save_on_train_epoch_end": save_on_train_epoch_end, "enable_version_counter":
+            enable_version_counter}, optional=("save_on_train_epoch_end",))
+        arguments.check_path("ModelCheckpoint", "dirpath",  # "": the working directory
+                             None if dirpath == "" else dirpath)
+        for flag, text, what in (("monitor", monitor, "a logged metric's name"),
+                                 ("filename", filename, "a file name pattern")):
+            if text is not None and not isinstance(text, str):
+                raise ConfigurationError(f"ModelCheckpoint({flag}={text!r}): expected {what} "
+                                         "or None")
         _validate(dirpath=dirpath, filename=filename, monitor=monitor, save_last=save_last,
                   save_top_k=save_top_k, mode=mode, every_n_train_steps=every_n_train_steps,
                   train_time_interval=train_time_interval, every_n_epochs=every_n_epochs)

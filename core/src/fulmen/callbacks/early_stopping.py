@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from fulmen import arguments
 from fulmen.callbacks import monitor as mon
 from fulmen.callbacks.base import Callback
 from fulmen.errors import ConfigurationError
@@ -56,6 +57,14 @@ class EarlyStopping(Callback):
         if problems:
             raise ConfigurationError(f"EarlyStopping(monitor={monitor!r}, mode={mode!r}, "
                                      f"patience={patience!r}): " + "; ".join(problems))
+        arguments.check_number("EarlyStopping", "min_delta", min_delta, optional=False)
+        for flag, value in (("stopping_threshold", stopping_threshold),
+                            ("divergence_threshold", divergence_threshold)):
+            arguments.check_number("EarlyStopping", flag, value)
+        arguments.check_bool("EarlyStopping", {
+            "verbose": verbose, "strict": strict, "check_finite": check_finite,
+            "check_on_train_epoch_end": check_on_train_epoch_end, "log_rank_zero_only":
+            log_rank_zero_only}, optional=("check_on_train_epoch_end",))
         self.monitor = monitor
         self.patience = patience
         self.verbose = verbose

@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from fulmen import arguments
 from fulmen.callbacks.base import Callback
 from fulmen.errors import ConfigurationError
 from fulmen.utilities.rank_zero import rank_zero_warn
@@ -35,6 +36,7 @@ class LearningRateMonitor(Callback):
         if logging_interval not in (None, "step", "epoch"):
             raise ConfigurationError(f"LearningRateMonitor(logging_interval="
                                      f"{logging_interval!r}): use 'step', 'epoch' or None")
+        arguments.check_bool("LearningRateMonitor", {"log_momentum": log_momentum})
         self.logging_interval = logging_interval
         self.log_momentum = log_momentum
         self.log_weight_decay = log_weight_decay

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from fulmen import arguments
 from fulmen.callbacks.base import Callback
 from fulmen.errors import ConfigurationError
 
@@ -16,6 +17,7 @@ class OnExceptionCheckpoint(Callback):
     FILE_EXTENSION = ".ckpt"
 
     def __init__(self, dirpath: str | os.PathLike[str], filename: str = "on_exception") -> None:
+        arguments.check_path("OnExceptionCheckpoint", "dirpath", dirpath, optional=False)
         if not filename:
             raise ConfigurationError(f"OnExceptionCheckpoint(dirpath={os.fspath(dirpath)!r}, "
                                      "filename=''): the filename cannot be empty; give a name "

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from fulmen import arguments
 from fulmen.callbacks.base import Callback
 from fulmen.errors import ConfigurationError
 
@@ -83,6 +84,7 @@ class PredictionWriter(BasePredictionWriter):
     """
 
     def __init__(self, output_dir: str | Path | None = None, write_interval: str = "epoch") -> None:
+        arguments.check_path("PredictionWriter", "output_dir", output_dir)
         super().__init__(write_interval)
         self.output_dir = None if output_dir is None else Path(output_dir)
         self.written: list[Path] = []

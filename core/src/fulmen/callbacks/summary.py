@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from fulmen.callbacks.base import Callback
+from fulmen.errors import ConfigurationError
+from fulmen.status import configure_logging
 
 
 class ModelSummary(Callback):
@@ -17,6 +19,9 @@ class ModelSummary(Callback):
     """
 
     def __init__(self, max_depth: int = 1, **summarize_kwargs: Any) -> None:
+        if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < -1:
+            raise ConfigurationError(f"ModelSummary(max_depth={max_depth!r}): use an int >= -1 "
+                                     "(how deep to list submodules)")
         self._max_depth = max_depth
         self._summarize_kwargs = summarize_kwargs
 
@@ -38,7 +43,6 @@ class ModelSummary(Callback):
                   total_training_modes: dict[str, int], total_flops: int,
                   **summarize_kwargs: Any) -> None:
         """Show the table (override to send it elsewhere)."""
-        from fulmen.status import configure_logging
         from fulmen.utilities.model_summary import _format_summary_table
 
         table = _format_summary_table(total_parameters, trainable_parameters, model_size,

@@ -7,6 +7,7 @@ import time
 from datetime import timedelta
 from typing import Any
 
+from fulmen import arguments
 from fulmen.callbacks.base import Callback
 from fulmen.errors import ConfigurationError
 from fulmen.utilities.rank_zero import rank_zero_info
@@ -20,7 +21,12 @@ def _parse(duration: str | timedelta | dict[str, int] | None) -> float | None:
     if isinstance(duration, timedelta):
         return duration.total_seconds()
     if isinstance(duration, dict):
-        return timedelta(**duration).total_seconds()
+        try:
+            return timedelta(**duration).total_seconds()
+        except TypeError as exc:
+            raise ConfigurationError(f"`Timer(duration={duration!r})`: {exc}; the keys are "
+                                     "datetime.timedelta's: days, hours, minutes, seconds, "
+                                     "weeks") from None
     match = re.fullmatch(r"(\d+):(\d\d):(\d\d):(\d\d)", str(duration).strip())
     if not match:
         raise ConfigurationError(f"`Timer(duration={duration!r})` is not a valid duration. "
@@ -42,6 +48,7 @@ class Timer(Callback):
         if interval not in ("step", "epoch"):
             raise ConfigurationError(f"Unsupported parameter value `Timer(interval={interval!r})`."
                                      " Possible choices are: step, epoch")
+        arguments.check_bool("Timer", {"verbose": verbose})
         self._duration = _parse(duration)
         self._interval = interval
         self._verbose = verbose

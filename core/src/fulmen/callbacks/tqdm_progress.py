@@ -219,8 +219,10 @@ class TQDMProgressBar(RefreshingBar):
         elif trainer.is_global_zero and self.is_enabled and not self._interactive:
             metrics = ", ".join(f"{k}={format_num(v) if isinstance(v, float) else v}"
                                 for k, v in self.get_metrics(trainer, module).items())
-            print(f"Epoch {trainer.current_epoch}: {trainer.global_step} steps"
-                  + (f", {metrics}" if metrics else ""), flush=True)
+            from fulmen.status import configure_logging
+
+            configure_logging().info("Epoch %d: %d steps%s", trainer.current_epoch,
+                                     trainer.global_step, f", {metrics}" if metrics else "")
         if self._leave:
             self._close("train")
 

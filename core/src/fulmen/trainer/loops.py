@@ -22,7 +22,9 @@ from fulmen.api.precision import Precision
 from fulmen.errors import ConfigurationError
 from fulmen.module import Module
 from fulmen.seed import rng_states, set_rng_states
+from fulmen.status import configure_logging
 from fulmen.trainer import data
+from fulmen.trainer.finite import NonFiniteWatch, loss_of_output
 from fulmen.trainer.progress import Counter, FitProgress
 
 if TYPE_CHECKING:
@@ -157,6 +159,7 @@ def fit(trainer: Trainer, loaders: dict[str, Any], trial: bool = False) -> None:
     hooks("on_train_start")
     check_trainable = module.automatic_optimization
     total = trainer.current_epoch * (int(n_batches) if n_batches != math.inf else 0)
+    watch = NonFiniteWatch(trainer.strategy, stop=trainer.detect_anomaly)
     while not trainer.should_stop and n_batches:
         if trainer.max_epochs != -1 and trainer.current_epoch >= trainer.max_epochs:
             break
@@ -166,7 +169,7 @@ def fit(trainer: Trainer, loaders: dict[str, Any], trial: bool = False) -> None:
         if restore and not mid_epoch and "rng_states" in restore:
             set_rng_states(restore["rng_states"])
         total = _train_epoch(trainer, train, n_batches, val, val_every, total, resume,
-                             restore.get("rng_states"), check_trainable)
+                             restore.get("rng_states"), watch, check_trainable)
         check_trainable = False
         restore, loop_state, mid_epoch = {}, {}, False
         if trainer.should_stop and not _minimum_reached(trainer):
@@ -268,7 +271,8 @@ def _check_trainable(module: Module) -> None:
 
 def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any,
                  val_every: int | float | None, total: int, resume: dict[str, Any] | None,
-                 rng_at_save: Any, check_trainable: bool = False) -> int:
+                 rng_at_save: Any, watch: NonFiniteWatch,
+                 check_trainable: bool = False) -> int:
     module, strategy, hooks = trainer.module, trainer.strategy, trainer._hooks
     assert module is not None and hooks is not None
     results = trainer._new_results("train")
@@ -360,6 +364,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
                 if loss is None:  # skip: no backward, and the zeroed gradients move nothing
                     return None
                 losses += 1
+                watch.record(loss, epoch, trainer.global_step, batch_idx)
                 if accumulate > 1:
                     loss = loss / accumulate
                 if backward_hooks:
@@ -386,6 +391,8 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             results.hook = "training_step"
             output = step("training_step", batch, batch_idx)
             stepped = trainer.global_step != before
+            if (manual_loss := loss_of_output(output)) is not None:
+                watch.record(manual_loss, epoch, before, batch_idx)
         if stepped and step_schedulers:
             _step_schedulers(trainer, "step")
         # Lightning: epoch schedulers step at the last batch (not in a forward-only epoch)
@@ -396,9 +403,11 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
         progress.uncounted = int(ends_window)
         if has_end:
             hooks("on_train_batch_end", output, batch, batch_idx)
-        if loggers and ends_window and ((progress.batches_that_stepped + 1) % log_every == 0
-                                        or trainer.should_stop):
-            trainer._log_step_metrics(results)
+        if ends_window and ((progress.batches_that_stepped + 1) % log_every == 0
+                            or trainer.should_stop):
+            watch.check()  # the one host sync for non-finite losses, at the logging cadence
+            if loggers:
+                trainer._log_step_metrics(results)
         if preemption is not None and (stepped or not automatic) and (
                 action := preemption.poll()):
             raise preemption.act(action)  # between optimizer steps: nothing half-accumulated
@@ -421,6 +430,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
                       f"({ran_batches} batches): nothing was trained. Return the "
                       "loss (a tensor, or a dict with 'loss'); None skips a batch",
                       stacklevel=2)
+    watch.check()
     _end_train_epoch(trainer, results)
     return total
 
@@ -663,18 +673,14 @@ def _split_by_loader(metrics: dict[str, torch.Tensor], n: int) -> list[dict[str,
 
 
 def print_results(stage: str, results: list[dict[str, float]]) -> None:
-    """The results table on rank zero."""
+    """The results table on rank zero, through the ``fulmen`` logger."""
     for i, metrics in enumerate(results):
         title = f"{stage.capitalize()} results" + (f" (dataloader {i})" if len(results) > 1 else "")
         width = max([len(k) for k in metrics] + [len("metric")])
         rule = "-" * (width + 18)
-        print(rule)
-        print(f"{title}")
-        print(rule)
-        print(f"{'metric':<{width}}  {'value':>14}")
-        for name in sorted(metrics):
-            print(f"{name:<{width}}  {metrics[name]:>14.6g}")
-        print(rule)
+        lines = [rule, title, rule, f"{'metric':<{width}}  {'value':>14}"]
+        lines += [f"{name:<{width}}  {metrics[name]:>14.6g}" for name in sorted(metrics)]
+        configure_logging().info("%s", "\n".join([*lines, rule]))
 
 
 # ====================================================================== predict

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import signal
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +12,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from fulmen.errors import ConfigurationError, FulmenError
+from fulmen.status import configure_logging
 
 if TYPE_CHECKING:
     from fulmen.trainer.trainer import Trainer
@@ -110,18 +110,17 @@ class Preemption:
             else None)
         trainer.save_checkpoint(path)
         name = signal.Signals(self.signum).name if self.signum else "a signal"
+        log = configure_logging()
         if action == "requeue" and trainer.is_global_zero:
             try:
                 trainer.cluster_environment.requeue()
             except (FulmenError, OSError, NotImplementedError) as exc:
-                print(f"fulmen: {name} received; saved {path}, but requeueing failed: {exc}",
-                      file=sys.stderr, flush=True)
+                log.error("%s received; saved %s, but requeueing failed: %s", name, path, exc)
             else:
-                print(f"fulmen: {name} received; saved {path} and requeued the job",
-                      file=sys.stderr, flush=True)
+                log.warning("%s received; saved %s and requeued the job", name, path)
         elif trainer.is_global_zero:
-            print(f"fulmen: {name} received; saved {path}; stopping (resume with "
-                  f"ckpt_path={path!r} or ckpt_path='last')", file=sys.stderr, flush=True)
+            log.warning("%s received; saved %s; stopping (resume with ckpt_path=%r or "
+                        "ckpt_path='last')", name, path, path)
         return Preempted(action, self.signum, path)
 
 

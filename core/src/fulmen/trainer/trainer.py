@@ -42,6 +42,65 @@ class Trainer(SelectionReport):
     ``CheckpointIO`` instances or environment/precision names. Legacy ``gpus=``, ``tpu_cores=``,
     ``replace_sampler_ddp=``, ``accelerator="ddp"`` and ``precision=16`` are accepted with a
     ``FulmenDeprecationWarning`` that shows the current spelling.
+
+    Args:
+        accelerator: ``"auto"``, a registered accelerator name (``fulmen plugins``) or an
+            Accelerator instance.
+        strategy: ``"auto"``, a registered strategy name or a Strategy instance.
+        devices: how many devices (or processes on the CPU) per node: an int, ``-1`` for all,
+            a list of indices, ``"1, 3"``, or ``"auto"``.
+        num_nodes: how many machines the run spans.
+        precision: a registered precision name or alias (``"32-true"``, ``"bf16-mixed"``...) or
+            a Precision instance.
+        plugins: ClusterEnvironment, Precision or CheckpointIO instances, or registered
+            environment/precision names.
+        logger: True (TensorBoard or CSV logger in default_root_dir), False, or loggers.
+        callbacks: Callback instances to add to the defaults.
+        max_epochs: stop after this many epochs (None: 1000 unless max_steps is set; -1: none).
+        min_epochs: train at least this many epochs, even when asked to stop earlier.
+        max_steps: stop after this many optimizer steps (-1: no limit).
+        min_steps: train at least this many optimizer steps.
+        max_time: stop after this long: ``"DD:HH:MM:SS"``, a timedelta or ``{"hours": 2}``.
+        limit_train_batches: batches per training epoch: an int count or a float fraction.
+        limit_val_batches: batches per validation run: an int count or a float fraction.
+        limit_test_batches: batches per test run: an int count or a float fraction.
+        limit_predict_batches: batches per predict run: an int count or a float fraction.
+        overfit_batches: train and validate on this many (or this fraction of) training batches,
+            unshuffled.
+        val_check_interval: validate every this many training batches (int) or this fraction of
+            an epoch (float).
+        check_val_every_n_epoch: validate every this many epochs (None: by val_check_interval
+            only).
+        num_sanity_val_steps: validation batches run before training (-1: all, 0: none).
+        fast_dev_run: run this many batches (True: 1) of every stage once, as a smoke test.
+        accumulate_grad_batches: sum gradients over this many batches per optimizer step.
+        gradient_clip_val: clip gradients to this norm or value (None or 0: no clipping).
+        gradient_clip_algorithm: ``"norm"`` (default) or ``"value"``.
+        deterministic: use deterministic algorithms (True, False, or ``"warn"``).
+        benchmark: set ``torch.backends.cudnn.benchmark`` (None: leave it).
+        detect_anomaly: torch's autograd anomaly detection, and stop every rank at the first
+            non-finite training loss (a ``fulmen.errors.NonFiniteError``).
+        profiler: ``"simple"``, ``"advanced"``, ``"pytorch"`` or a Profiler instance.
+        compile: torch.compile the model: True, or a dict of torch.compile arguments.
+        log_every_n_steps: how often (in optimizer steps) step metrics are logged and training
+            losses are checked for NaN/inf.
+        enable_checkpointing: add a ModelCheckpoint when none is given.
+        enable_progress_bar: show a progress bar.
+        enable_model_summary: log a summary of the model when fit starts.
+        default_root_dir: where logs and checkpoints go (default: the working directory).
+        use_distributed_sampler: wrap dataloaders in a DistributedSampler when distributed.
+        sync_batchnorm: convert BatchNorm layers to SyncBatchNorm.
+        inference_mode: evaluate under ``torch.inference_mode`` (False: ``torch.no_grad``).
+        barebones: not implemented in fulmen (refused with the alternative).
+        reload_dataloaders_every_n_epochs: not implemented in fulmen (refused with the
+            alternative).
+        enable_autolog_hparams: log the module's and datamodule's hyper-parameters.
+        model_registry: not implemented in fulmen (refused with the alternative).
+        suggest_integrations: accepted for Lightning compatibility; fulmen prints no
+            suggestions.
+        gpus: legacy spelling of ``accelerator="gpu", devices=gpus``.
+        tpu_cores: legacy spelling of ``accelerator="tpu", devices=tpu_cores``.
+        replace_sampler_ddp: legacy spelling of ``use_distributed_sampler``.
     """
 
     @arguments.suggest_unknown_keywords("Trainer")
@@ -101,7 +160,11 @@ class Trainer(SelectionReport):
             "benchmark": benchmark, "deterministic": deterministic, "detect_anomaly":
             detect_anomaly, "sync_batchnorm": sync_batchnorm, "enable_checkpointing":
             enable_checkpointing, "enable_progress_bar": enable_progress_bar,
-            "enable_model_summary": enable_model_summary}, optional=("benchmark", "deterministic"),
+            "enable_model_summary": enable_model_summary, "use_distributed_sampler":
+            use_distributed_sampler, "inference_mode": inference_mode, "enable_autolog_hparams":
+            enable_autolog_hparams, "suggest_integrations": suggest_integrations,
+            "replace_sampler_ddp": replace_sampler_ddp},
+            optional=("benchmark", "deterministic", "replace_sampler_ddp"),
             also={"deterministic": ("warn",)})
         arguments.check_number("Trainer", "gradient_clip_val", gradient_clip_val, minimum=0)
         arguments.check_number("Trainer", "val_check_interval", val_check_interval)
@@ -978,8 +1041,12 @@ def _parse_max_time(value: Any) -> float | None:
         parts = value.split(":")
         if len(parts) == 4 and all(p.isdigit() for p in parts):
             days, hours, minutes, seconds = map(int, parts)
-            return timedelta(days=days, hours=hours, minutes=minutes,
-                             seconds=seconds).total_seconds()
+            total = timedelta(days=days, hours=hours, minutes=minutes,
+                              seconds=seconds).total_seconds()
+            if total <= 0:
+                raise ConfigurationError(f"Trainer(max_time={value!r}): a time limit must be "
+                                         "positive (None for no limit)")
+            return total
     raise ConfigurationError(f"Trainer(max_time={value!r}): use 'DD:HH:MM:SS', a "
                              "datetime.timedelta or a dict like {'hours': 2}")
 

@@ -59,7 +59,10 @@ class LocalEnvironment(ClusterEnvironment):
 
     def validate_settings(self, num_devices: int, num_nodes: int) -> None:
         """Variables set by hand (or by another launcher) must agree with each other."""
-        if not self.creates_processes_externally or "WORLD_SIZE" not in os.environ:
+        if not self.creates_processes_externally:
+            _refuse_stray_ranks(num_devices * num_nodes)
+            return
+        if "WORLD_SIZE" not in os.environ:
             return
         world = self.world_size()
         for var in ("RANK", "LOCAL_RANK"):
@@ -74,6 +77,29 @@ class LocalEnvironment(ClusterEnvironment):
 
     def node_rank(self) -> int:
         return _rank(os.environ.get("NODE_RANK", os.environ.get("GROUP_RANK", "0")), "NODE_RANK")
+
+
+def _refuse_stray_ranks(processes: int) -> None:
+    """``RANK``/``WORLD_SIZE`` without ``LOCAL_RANK``: this process would start its own processes
+    and ignore them, so a job started by hand as "rank 1 of 2" would run twice. Only the
+    harmless ``RANK=0``/``WORLD_SIZE=1`` pass."""
+    given = {var: os.environ[var] for var in ("RANK", "WORLD_SIZE") if var in os.environ}
+    if not given:
+        return
+    for var, value in given.items():
+        _rank(value, var)
+    if given.get("WORLD_SIZE") == "0":
+        raise ConfigurationError("WORLD_SIZE=0: a world has at least one process; unset it (fulmen "
+                                 "counts the processes from devices and num_nodes)")
+    if given.get("RANK", "0").strip() == "0" and given.get("WORLD_SIZE", "1").strip() == "1":
+        return
+    shown = " and ".join(f"{var}={value}" for var, value in given.items())
+    raise ConfigurationError(
+        f"{shown} {'is' if len(given) == 1 else 'are'} set but LOCAL_RANK is not: fulmen reads "
+        "the rank variables only in a process a launcher started (torchrun sets LOCAL_RANK, RANK "
+        f"and WORLD_SIZE together), so this process would start {processes} process(es) of its "
+        "own and ignore them. Set LOCAL_RANK as well (and MASTER_ADDR/MASTER_PORT), or unset "
+        f"{' and '.join(given)} and let fulmen start the processes")
 
 
 def find_free_port() -> int:
