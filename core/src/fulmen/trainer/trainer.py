@@ -688,7 +688,7 @@ class Trainer(SelectionReport):
             "state_dict": self.strategy.module_state_dict(),
             "hyper_parameters": dict(self.module.hparams),
             manifest.KEY: manifest.origin(self.strategy.name, self.world_size, self.num_nodes,
-                                          str(self.precision)),
+                                          str(self.precision), self.strategy.device_mesh),
         }
         if not weights_only:
             checkpoint.update({
