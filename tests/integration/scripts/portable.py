@@ -39,7 +39,8 @@ class Portable(Model):
         return torch.optim.Adam(self.parameters(), lr=0.02)
 
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
-        self.losses.append(float(outputs["loss"] if isinstance(outputs, dict) else outputs))
+        loss = outputs["loss"] if isinstance(outputs, dict) else outputs
+        self.losses.append(float(loss.detach()))
 
     def on_train_start(self) -> None:
         strategy = self.trainer.strategy  # every rank: gathering may be collective

@@ -17,7 +17,8 @@ reader's world size, and ``set_optimizer_state_dict`` distributes full tensors.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import itertools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -161,7 +162,7 @@ def save_directory(strategy: Strategy, checkpoint: dict[str, Any], path: Any) ->
             manifest.write_directory_manifest(staging, facts)
 
 
-class staged_directory:  # noqa: N801 - used as a context manager
+class staged_directory:
     """A temporary folder beside ``target`` (named by rank 0, shared by broadcast) that
     replaces ``target`` when the block ends without error, after a barrier."""
 
@@ -320,7 +321,7 @@ def read_item(root: Path, flat: str, entry: Any, weights_only: bool = True) -> A
 def place(out: dict[Any, Any], path: tuple[Any, ...], value: Any) -> None:
     """Set ``out[path[0]][path[1]]... = value``, making dicts (lists for int keys)."""
     node: Any = out
-    for key, nxt in zip(path[:-1], path[1:]):
+    for key, nxt in itertools.pairwise(path):
         if isinstance(node, list):
             while len(node) <= key:
                 node.append(None)
@@ -360,25 +361,32 @@ def remove_directory(path: Any) -> None:
 def load(strategy: Strategy, path: Any, weights_only: bool = True) -> dict[str, Any]:
     """What :meth:`Strategy.load_checkpoint` does: read any fulmen checkpoint for
     ``strategy`` (see the module's docstring)."""
-    from fulmen.checkpoint import reading, remote
-
     if not is_directory(path):
         content = strategy.checkpoint_io.load_checkpoint(path, map_location="cpu",
                                                          weights_only=weights_only)
         if isinstance(content, dict):
             manifest.check_version(content.get(manifest.KEY), str(path))
         return content
+    return read_directory(path, weights_only, strategy.checkpoint_template(),
+                          strategy.global_rank, strategy.name)
+
+
+def read_directory(path: Any, weights_only: bool = True, template: dict[str, Any] | None = None,
+                   rank: int = 0, reader: str = "this strategy") -> dict[str, Any]:
+    """A checkpoint directory's content, for rank ``rank`` (its own RNG states when it saved
+    them); an older DeepSpeed directory is refused with the command that converts it."""
+    from fulmen.checkpoint import reading, remote
+
     root = Path(remote.local(path))
     kind = reading.kind_of(root)
     if kind != "dcp":
         raise ConfigurationError(
             f"checkpoint {str(root)!r} is a {kind} directory written by an older fulmen or by "
-            f"DeepSpeed itself; strategy {strategy.name!r} reads fulmen's canonical "
-            f"checkpoints. Convert it first: fulmen checkpoint convert {str(root)!r} "
-            f"{str(root)!r}.ckpt --to file")
-    content = load_directory(root, strategy.checkpoint_template(), weights_only)
+            f"DeepSpeed itself; {reader} reads fulmen's canonical checkpoints. Convert it "
+            f"first: fulmen checkpoint convert {str(root)!r} {str(root) + '.ckpt'!r} --to file")
+    content = load_directory(root, template, weights_only)
     if "rng_states" in content:  # this rank's own generators, when it saved some
-        own = rank_rng(root, strategy.global_rank)
+        own = rank_rng(root, rank)
         if own is not None:
             content["rng_states"] = own
     return content

@@ -105,6 +105,7 @@ class Source:
         if not isinstance(content, dict):
             raise ConfigurationError(f"{str(self.path)!r} holds a {type(content).__name__}; "
                                      "convert reads checkpoints that are dictionaries")
+        manifest.check_version(content.get(manifest.KEY), str(self.path))
         self.tree = self._lazify(content)
 
     @staticmethod

@@ -140,7 +140,8 @@ def against_model(path: str, target: str) -> list[str]:
               for k, v in report["tensors"].items()
               if k.startswith("state_dict.") or "state_dict" not in
               {t.split(".", 1)[0] for t in report["tensors"]}}
-    missing, unexpected, changed = fit.misfits(model.state_dict(), {k: _Shaped(v) for k, v in shapes.items()})
+    given = {k: _Shaped(v) for k, v in shapes.items()}
+    missing, unexpected, changed = fit.misfits(model.state_dict(), given)
     problems = [f"missing key {k!r} (the model has it, the checkpoint does not)"
                 for k in missing]
     problems += [f"unexpected key {k!r} (in the checkpoint, not in {name})" for k in unexpected]
