@@ -157,7 +157,9 @@ def save_directory(strategy: Strategy, checkpoint: dict[str, Any], path: Any) ->
             torch.save(meta, staging / META)
         strategy.barrier("canonical-save")
         if strategy.is_global_zero:
-            facts = dict(meta.get(manifest.KEY) or {})
+            facts = dict(meta.get(manifest.KEY) or manifest.origin(
+                strategy.name, strategy.world_size, strategy.num_nodes,
+                strategy.precision.name, strategy.device_mesh))
             facts["layout"] = "dcp"
             manifest.write_directory_manifest(staging, facts)
 

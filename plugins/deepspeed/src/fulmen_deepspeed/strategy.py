@@ -346,7 +346,7 @@ class DeepSpeedStrategy(ParallelStrategy):
                 getattr(optimizer, "optimizer", optimizer) if self.engine is not None
                 else optimizer, state)
         from deepspeed.utils import safe_set_full_optimizer_state
-        from deepspeed.utils.tensor_fragment import lazy_init_hp_params_optimizer_state
+        from deepspeed.utils import lazy_init_hp_params_optimizer_state
 
         from fulmen.checkpoint import canonical
 
