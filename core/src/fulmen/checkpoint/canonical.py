@@ -282,13 +282,18 @@ def read_full(root: Path, keys: list[str] | None = None,
               weights_only: bool = True) -> dict[str, Any]:
     """Every entry (or those under ``keys``) of a DCP directory, with whole tensors; this
     process reads alone (no collective)."""
-    from torch.distributed.checkpoint.default_planner import _EmptyStateDictLoadPlanner
+    import torch
 
     from fulmen.checkpoint.reading import safe_dcp_load
 
     out: dict[str, Any] = {}
-    safe_dcp_load(out, root, weights_only, planner=_EmptyStateDictLoadPlanner(keys=keys),
-                  no_dist=True)
+    for _, path, entry in items(root):
+        if keys is None or path[0] in keys:
+            size = getattr(entry, "size", None)
+            place(out, path, None if size is None else
+                  torch.empty(tuple(size), dtype=entry.properties.dtype))
+    if out:
+        safe_dcp_load(out, root, weights_only, no_dist=True)
     return out
 
 
