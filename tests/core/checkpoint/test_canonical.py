@@ -7,6 +7,7 @@ from a newer fulmen) each refused with a clear error, nothing overwritten."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import struct
 import subprocess
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 import torch
+from processes import FIXTURES
 from tiny_models import TinyModule, lean, loader
 
 import fulmen
@@ -25,8 +27,10 @@ pytestmark = pytest.mark.timeout(180)
 
 
 def cli(*args: Any) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(  # tiny_models, for --model
+        [str(FIXTURES), *filter(None, [os.environ.get("PYTHONPATH")])])}
     return subprocess.run([sys.executable, "-m", "fulmen", "checkpoint", *map(str, args)],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, env=env)
 
 
 class AdamTiny(TinyModule):

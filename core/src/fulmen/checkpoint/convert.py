@@ -77,7 +77,7 @@ class Source:
             meta = {}
         lists = set(meta.pop("fulmen_dcp_lists", ["optimizer_states"]))
         meta.pop("fulmen_dcp_keys", None)
-        tree: dict[str, Any] = dict(meta)
+        tree: dict[str, Any] = self._lazify(meta)  # every tensor lazy: one record each
         for flat, path, entry in canonical.items(self.path):
             size = getattr(entry, "size", None)
             if size is None:
@@ -181,6 +181,7 @@ def write_file(tree: dict[str, Any], target: Path) -> None:
         order = _storage_order(placeholders)  # record name for each tensor, by position
         with zipfile.ZipFile(tmp) as archive:
             records = {info.filename.split("/", 1)[1]: info for info in archive.infolist()}
+            start_dir = archive.start_dir
         crcs: dict[str, int] = {}
         with open(tmp, "r+b") as handle:
             for lazy, name in zip(lazies, order):
@@ -191,7 +192,7 @@ def write_file(tree: dict[str, Any], target: Path) -> None:
                 handle.write(data)
                 crcs[info.filename] = zlib.crc32(data)
                 del tensor, data
-            _patch_crcs(handle, records, crcs)
+            _patch_crcs(handle, records, crcs, start_dir)
 
 
 def _tensors(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
@@ -209,7 +210,8 @@ def _tensors(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any
 
 def _storage_order(tensors: list[Any]) -> list[str]:
     """torch.save numbers storages in the order the pickler meets them: depth first, the
-    same order :func:`walk` yields. Each placeholder has its own storage."""
+    same order :func:`walk` yields. Every tensor of the skeleton is a placeholder with its
+    own storage (the source's tensors, meta entries included, are all :class:`Lazy`)."""
     return [f"data/{i}" for i in range(len(tensors))]
 
 
@@ -220,29 +222,26 @@ def _data_offset(handle: Any, info: zipfile.ZipInfo) -> int:
     return info.header_offset + 30 + name_length + extra_length
 
 
-def _patch_crcs(handle: Any, records: dict[str, zipfile.ZipInfo], crcs: dict[str, int]
-                ) -> None:
-    """Write each record's CRC-32 into its local header and its central directory entry."""
+def _patch_crcs(handle: Any, records: dict[str, zipfile.ZipInfo], crcs: dict[str, int],
+                start_dir: int) -> None:
+    """Write each record's CRC-32 into its local header and its central directory entry
+    (which starts at ``start_dir``)."""
     for info in records.values():
         if info.filename in crcs:
             handle.seek(info.header_offset + 14)
             handle.write(struct.pack("<I", crcs[info.filename]))
-    handle.seek(0, os.SEEK_END)
-    size = handle.tell()
-    tail = min(size, 1 << 20)
-    handle.seek(size - tail)
-    data = handle.read(tail)
-    index = data.rfind(b"PK\x01\x02")
-    start = data.find(b"PK\x01\x02")
-    while start != -1 and start <= index:
-        name_length, extra_length, comment_length = struct.unpack(
-            "<HHH", data[start + 28:start + 34])
-        name = data[start + 46:start + 46 + name_length].decode("utf-8", "replace")
+    position = start_dir
+    for _ in records:
+        handle.seek(position)
+        header = handle.read(46)
+        if header[:4] != b"PK\x01\x02":
+            raise ConfigurationError("convert: unexpected zip layout written by torch.save")
+        name_length, extra_length, comment_length = struct.unpack("<HHH", header[28:34])
+        name = handle.read(name_length).decode("utf-8", "replace")
         if name in crcs:
-            handle.seek(size - tail + start + 16)
+            handle.seek(position + 16)
             handle.write(struct.pack("<I", crcs[name]))
-        start = data.find(b"PK\x01\x02", start + 46 + name_length + extra_length +
-                          comment_length)
+        position += 46 + name_length + extra_length + comment_length
 
 
 # ====================================================================== dcp

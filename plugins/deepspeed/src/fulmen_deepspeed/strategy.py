@@ -317,7 +317,7 @@ class DeepSpeedStrategy(ParallelStrategy):
         assert self.module is not None
         base = self.engine.optimizer.optimizer  # the user's optimizer, over flat partitions
         flat_states = [base.state.get(p, {}) for g in base.param_groups for p in g["params"]]
-        first = next((st for st in flat_states if st), {})
+        first: dict[str, Any] = next((st for st in flat_states if st), {})
         keys = sorted(k for k, v in first.items() if torch.is_tensor(v) and v.dim() > 0)
         step = first.get("step")
         names = {id(p): n for n, p in self.module.named_parameters()}
