@@ -123,15 +123,18 @@ class Source:
         return value
 
 
-def walk(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Lazy]]:
-    if isinstance(value, Lazy):
+def walk(value: Any, kind: type = Lazy, path: tuple[Any, ...] = ()
+         ) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """``(path, leaf)`` for every instance of ``kind`` in nested dicts, lists and tuples, in
+    the order the pickler meets them."""
+    if isinstance(value, kind):
         yield path, value
     elif isinstance(value, dict):
         for key, item in value.items():
-            yield from walk(item, (*path, key))
+            yield from walk(item, kind, (*path, key))
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
-            yield from walk(item, (*path, index))
+            yield from walk(item, kind, (*path, index))
 
 
 def rebuild(value: Any, leaf: Callable[[Lazy], Any]) -> Any:
@@ -173,7 +176,7 @@ def write_file(tree: dict[str, Any], target: Path) -> None:
 
     lazies = [lazy for _, lazy in walk(tree)]
     skeleton = rebuild(tree, Lazy.placeholder)
-    placeholders = [t for _, t in _tensors(skeleton)]
+    placeholders = [t for _, t in walk(skeleton, torch.Tensor)]
     with atomic_target(target) as tmp:
         with torch.serialization.skip_data():
             torch.save(skeleton, tmp)
@@ -193,19 +196,6 @@ def write_file(tree: dict[str, Any], target: Path) -> None:
                 crcs[info.filename] = zlib.crc32(data)
                 del tensor, data
             _patch_crcs(handle, records, crcs, start_dir)
-
-
-def _tensors(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        yield path, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _tensors(item, (*path, key))
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            yield from _tensors(item, (*path, index))
 
 
 def _storage_order(tensors: list[Any]) -> list[str]:
