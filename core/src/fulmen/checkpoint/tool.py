@@ -97,13 +97,8 @@ def diff(a: str, b: str) -> dict[str, Any]:
     """Added, removed and changed tensors from ``a`` to ``b``, with the max abs difference."""
     import torch
 
-    from fulmen.checkpoint import reading
 
-    left, right = reading.read(a)["tensors"], reading.read(b)["tensors"]
-    for name, side in ((a, left), (b, right)):
-        if any(not isinstance(v, torch.Tensor) for v in side.values()):
-            raise FulmenError(f"{name!r} is a DCP directory: diff compares single files and "
-                              "DeepSpeed directories")
+    left, right = _tensors(a), _tensors(b)
     changed: dict[str, dict[str, Any]] = {}
     for key in sorted(set(left) & set(right)):
         x, y = left[key], right[key]
@@ -153,6 +148,17 @@ def against_model(path: str, target: str) -> list[str]:
 class _Shaped:
     def __init__(self, shape: tuple[int, ...]) -> None:
         self.shape = shape
+
+
+def _tensors(path: str) -> dict[str, Any]:
+    """Every tensor of a checkpoint by dotted name; a DCP directory's read whole."""
+    from pathlib import Path
+
+    from fulmen.checkpoint import canonical, reading
+
+    if reading.kind_of(Path(path)) == "dcp":
+        return reading.flatten(canonical.read_full(Path(path)))
+    return dict(reading.read(path)["tensors"])
 
 
 def main(argv: Sequence[str]) -> int:
