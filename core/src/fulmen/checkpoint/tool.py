@@ -157,7 +157,7 @@ def _tensors(path: str) -> dict[str, Any]:
     from fulmen.checkpoint import canonical, reading
 
     if reading.kind_of(Path(path)) == "dcp":
-        return reading.flatten(canonical.read_full(Path(path)))
+        return reading.flatten(canonical.load_directory(Path(path)))
     return dict(reading.read(path)["tensors"])
 
 
