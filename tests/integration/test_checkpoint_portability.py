@@ -50,7 +50,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
 
 
 def read(path: Path) -> dict[str, Any]:
-    return canonical.read_full(path) if path.is_dir() else torch.load(path, weights_only=True)
+    return canonical.read_directory(path) if path.is_dir() else torch.load(path, weights_only=True)
 
 
 def flat(value: Any) -> torch.Tensor:
