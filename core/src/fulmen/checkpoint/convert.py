@@ -5,8 +5,8 @@ Sources: a canonical checkpoint (file or DCP directory), a DCP directory, a Deep
 directory, a plain ``torch.save`` file or a Lightning 2.x checkpoint. Nothing in them runs.
 
 The aim is a peak memory near the largest tensor (measured by
-``tests/benchmarks/checkpoint.py``; not reached yet): a DCP source is read item by item; a file source
-is memory-mapped; a file target is laid out first with ``torch.serialization.skip_data``
+``tests/benchmarks/checkpoint.py``; not reached yet): a DCP source is read item by item; a
+file source is memory-mapped; a file target is laid out first with ``torch.serialization.skip_data``
 (every tensor's bytes reserved, none allocated) and each tensor is then written into its
 place; a DCP target pulls each tensor from the source when DCP writes it; safetensors is
 written as its header and then tensor after tensor. ``DST`` must not exist: nothing is
