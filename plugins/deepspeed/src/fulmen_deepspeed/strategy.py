@@ -345,8 +345,10 @@ class DeepSpeedStrategy(ParallelStrategy):
             return super().load_optimizer_state(
                 getattr(optimizer, "optimizer", optimizer) if self.engine is not None
                 else optimizer, state)
-        from deepspeed.utils import safe_set_full_optimizer_state
-        from deepspeed.utils import lazy_init_hp_params_optimizer_state
+        from deepspeed.utils import (
+            lazy_init_hp_params_optimizer_state,
+            safe_set_full_optimizer_state,
+        )
 
         from fulmen.checkpoint import canonical
 
