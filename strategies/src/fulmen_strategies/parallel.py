@@ -4,13 +4,10 @@ collectives, distributed samplers and rank-zero checkpoint writing."""
 from __future__ import annotations
 
 import atexit
-import contextlib
 import os
-import shutil
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -104,28 +101,6 @@ class ParallelStrategy(Strategy):
     def process_dataloader(self, dataloader: Any, stage: str, use_distributed_sampler: bool
                            ) -> Any:
         return samplers.process(dataloader, stage, use_distributed_sampler, self)
-
-    # ------------------------------------------------------------------ checkpoints
-
-    @contextlib.contextmanager
-    def staged_checkpoint_dir(self, path: Any, name: str) -> Iterator[Path]:
-        """For a checkpoint directory every rank writes into: the ranks write into a staging
-        folder beside ``path``; once all are done, rank zero renames it to ``path`` (replacing
-        what was there), so a crash never leaves half a checkpoint under the real name."""
-        target = Path(path)
-        staging = target.with_name(f".{target.name}.partial")
-        if self.is_global_zero and staging.exists():
-            shutil.rmtree(staging)
-        self.barrier(f"{name}-save-start")
-        yield staging
-        self.barrier(f"{name}-save-written")
-        if self.is_global_zero:
-            if target.is_dir():
-                shutil.rmtree(target)
-            elif target.exists():
-                target.unlink()
-            os.replace(staging, target)
-        self.barrier(f"{name}-save-end")
 
     # ------------------------------------------------------------------ collectives
 

@@ -38,9 +38,10 @@ def test_ddp_sharded_matches_ddp_checkpoints_consolidated_state_and_resumes(run_
     checkpoint = sharded.out / "ckpt" / "epoch=0-step=4.ckpt"
     state = torch.load(checkpoint, weights_only=True)
     optimizer = state["optimizer_states"][0]
-    assert sorted(optimizer["state"]) == [0, 1, 2, 3]  # every parameter, from both ranks
-    assert optimizer["state"][0]["exp_avg"].shape == (16, 8)
-    assert optimizer["param_groups"][0]["params"] == [0, 1, 2, 3]
+    names = ["net.0.weight", "net.0.bias", "net.2.weight", "net.2.bias"]
+    assert sorted(optimizer["state"]) == sorted(names)  # every parameter, from both ranks
+    assert optimizer["state"]["net.0.weight"]["exp_avg"].shape == (16, 8)  # by name: canonical
+    assert optimizer["param_groups"][0]["params"] == names
     assert optimizer["param_groups"][0]["lr"] == pytest.approx(0.025)  # StepLR after 4 steps
     assert state["state_dict"]["net.0.weight"].shape == (16, 8)
 

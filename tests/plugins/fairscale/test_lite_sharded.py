@@ -43,5 +43,5 @@ def test_lite_with_ddp_sharded_trains_saves_and_resumes(run_script):
     assert rank0["resumed8"] == rank0["after8"] and rank1["resumed8"] == rank1["after8"]
     assert rank0["rest"] == {"step": 4}
     saved = torch.load(run.out / "lite.ckpt", weights_only=True)
-    assert sorted(saved["optimizer"]["state"]) == [0, 1, 2, 3]
-    assert int(saved["optimizer"]["state"][3]["step"]) == 4
+    assert sorted(saved["optimizer"]["state"]) == ["0.bias", "0.weight", "2.bias", "2.weight"]
+    assert int(saved["optimizer"]["state"]["2.bias"]["step"]) == 4  # keyed by name: canonical

@@ -304,22 +304,65 @@ class Strategy(Named, ABC):
         return target.load_state_dict(state, strict=strict)
 
     def optimizer_state(self, optimizer: Any) -> dict[str, Any]:
-        """One optimizer's state for a checkpoint (sharded strategies consolidate it)."""
-        return dict(optimizer.state_dict())
+        """One optimizer's state for a checkpoint, in the canonical form: ``state`` and
+        ``param_groups`` name parameters by their names in ``self.module`` (as
+        ``torch.distributed.checkpoint.state_dict.get_optimizer_state_dict`` does), so any
+        strategy can load it. Sharded strategies return their shards (DTensors) or the whole
+        state consolidated; torch's numbered form is kept for an optimizer over tensors that
+        are not the module's parameters."""
+        from fulmen.checkpoint import canonical
+
+        return canonical.optimizer_state(self.module, optimizer)
 
     def load_optimizer_state(self, optimizer: Any, state: dict[str, Any]) -> None:
-        """Restore what ``optimizer_state`` returned."""
-        optimizer.load_state_dict(state)
+        """Restore an optimizer state: the canonical form (from any strategy, any world size)
+        or torch's numbered ``Optimizer.state_dict()`` (older checkpoints, Lightning's)."""
+        from fulmen.checkpoint import canonical
+
+        canonical.load_optimizer_state(self.module, optimizer, state)
+
+    @property
+    def sharded_checkpoint(self) -> bool:
+        """Whether checkpoints are written by every rank, as a ``torch.distributed.checkpoint``
+        directory, because each process holds only part of the state (DTensor shards). False
+        (default): one process holds the whole state and rank zero writes one file. Either is
+        the canonical checkpoint (``fulmen.checkpoint.canonical``), readable by every
+        strategy at every world size."""
+        return False
+
+    def checkpoint_template(self) -> dict[str, Any] | None:
+        """Entries (``state_dict``, ``optimizer_states``) shaped as this process holds the
+        state — DTensor shards — for a directory checkpoint to be read into, each rank reading
+        only its part (DCP reshards from the writer's world size). None (default): the
+        directory's tensors are read whole, then handed to :meth:`load_module_state_dict` and
+        :meth:`load_optimizer_state`."""
+        return None
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path: Any) -> None:
-        """Write a checkpoint once: from rank zero."""
-        if self.is_global_zero:
+        """Write the canonical checkpoint: one file from rank zero (through
+        ``checkpoint_io``), or a DCP directory from every rank when
+        :attr:`sharded_checkpoint`. Every rank calls this."""
+        if self.sharded_checkpoint:
+            from fulmen.checkpoint import canonical
+
+            canonical.save_directory(self, checkpoint, path)
+        elif self.is_global_zero:
             self.checkpoint_io.save_checkpoint(checkpoint, path)
 
     def load_checkpoint(self, path: Any, weights_only: bool = True) -> dict[str, Any]:
-        return self.checkpoint_io.load_checkpoint(path, map_location="cpu",
-                                                  weights_only=weights_only)
+        """Read any fulmen checkpoint (a file, or a DCP directory from any strategy and world
+        size; through :meth:`checkpoint_template` when it returns one), a plain
+        ``torch.save`` file or a Lightning 2.x checkpoint. Nothing in it runs unless
+        ``weights_only`` is False."""
+        from fulmen.checkpoint import canonical
+
+        return canonical.load(self, path, weights_only)
 
     def remove_checkpoint(self, path: Any) -> None:
         if self.is_global_zero:
-            self.checkpoint_io.remove_checkpoint(path)
+            from fulmen.checkpoint import canonical
+
+            if canonical.is_directory(path):
+                canonical.remove_directory(path)
+            else:
+                self.checkpoint_io.remove_checkpoint(path)

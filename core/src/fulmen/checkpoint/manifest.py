@@ -17,18 +17,44 @@ from typing import Any
 
 KEY = "fulmen_manifest"
 FILE = "fulmen_manifest.json"
-FORMAT = 1
+#: 1: optimizer states numbered as torch does; 2: the canonical form (named parameters).
+FORMAT = 2
 
 
-def origin(strategy: str, world_size: int, num_nodes: int, precision: str) -> dict[str, Any]:
-    """The facts a checkpoint records about the run that wrote it."""
+def origin(strategy: str, world_size: int, num_nodes: int, precision: str,
+           mesh: Any = None) -> dict[str, Any]:
+    """The facts a checkpoint records about the run that wrote it (``mesh``: the device
+    mesh's shape and dimension names, when the strategy built one)."""
     import torch
 
     import fulmen
 
-    return {"format": FORMAT, "fulmen": fulmen.__version__, "torch": str(torch.__version__),
-            "strategy": strategy, "world_size": world_size, "num_nodes": num_nodes,
-            "precision": precision}
+    facts = {"format": FORMAT, "fulmen": fulmen.__version__, "torch": str(torch.__version__),
+             "strategy": strategy, "world_size": world_size, "num_nodes": num_nodes,
+             "precision": precision}
+    if mesh is not None:
+        facts["mesh"] = {"shape": list(mesh.shape),
+                         "dim_names": list(getattr(mesh, "mesh_dim_names", None) or [])}
+    return facts
+
+
+def check_version(facts: Any, where: str) -> None:
+    """Refuse a checkpoint whose format is newer than this fulmen reads, naming the fulmen
+    version that wrote it (to install)."""
+    from fulmen.errors import ConfigurationError
+
+    if not isinstance(facts, dict):
+        return
+    written = facts.get("format")
+    if isinstance(written, int) and written > FORMAT:
+        import fulmen
+
+        version = facts.get("fulmen", "?")
+        raise ConfigurationError(
+            f"checkpoint {where!r} was written by fulmen {version} in checkpoint format "
+            f"{written}; this fulmen {fulmen.__version__} reads formats up to {FORMAT}. "
+            f"Install a newer fulmen to read it: pip install 'fulmen>={version}' (or convert "
+            f"it there with: fulmen checkpoint convert SRC DST --to file)")
 
 
 def sha256(path: Path) -> str:

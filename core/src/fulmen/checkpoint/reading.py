@@ -133,10 +133,14 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def safe_dcp_load(state: dict[str, Any], path: str | Path) -> None:
+def safe_dcp_load(state: dict[str, Any], path: str | Path, weights_only: bool = True,
+                  planner: Any = None, no_dist: bool = False) -> None:
     """``dcp.load(state, checkpoint_id=path)`` that runs no code from the directory: its
     ``.metadata`` goes through :class:`_DCPUnpickler`, its non-tensor items through torch's
-    safe unpickler (DCP would call ``torch.load(weights_only=False)`` on them)."""
+    safe unpickler (DCP would call ``torch.load(weights_only=False)`` on them). With
+    ``weights_only=False`` (the caller trusts the files) DCP reads them as it likes.
+    ``planner``: DCP's load planner (default: its own); ``no_dist``: this process reads alone
+    (no collective even when a process group exists)."""
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint import FileSystemReader
     from torch.distributed.checkpoint.metadata import StorageMeta
@@ -153,10 +157,14 @@ def safe_dcp_load(state: dict[str, Any], path: str | Path) -> None:
 
     from torch.distributed.checkpoint.api import CheckpointException
 
+    if not weights_only:
+        dcp.load(state, checkpoint_id=str(root), planner=planner, no_dist=no_dist)
+        return
     read_dcp_metadata(root)  # refused here, with its own error, before DCP wraps it
     try:
         with safety.weights_only_everywhere():
-            dcp.load(state, storage_reader=_SafeReader(str(root)))
+            dcp.load(state, storage_reader=_SafeReader(str(root)), planner=planner,
+                     no_dist=no_dist)
     except pickle.UnpicklingError as exc:
         raise safety.unsafe_error(root, exc) from exc
     except CheckpointException as exc:  # DCP wraps what a rank raised

@@ -1,4 +1,4 @@
-"""``fulmen checkpoint inspect|verify|diff``: look into checkpoints without running them.
+"""``fulmen checkpoint inspect|convert|verify|diff``: look into checkpoints without running them.
 
 Exit status: 0 fine (``diff``: identical), 1 problems found (``diff``: they differ), 2 the
 checkpoint could not be read.
@@ -97,13 +97,8 @@ def diff(a: str, b: str) -> dict[str, Any]:
     """Added, removed and changed tensors from ``a`` to ``b``, with the max abs difference."""
     import torch
 
-    from fulmen.checkpoint import reading
 
-    left, right = reading.read(a)["tensors"], reading.read(b)["tensors"]
-    for name, side in ((a, left), (b, right)):
-        if any(not isinstance(v, torch.Tensor) for v in side.values()):
-            raise FulmenError(f"{name!r} is a DCP directory: diff compares single files and "
-                              "DeepSpeed directories")
+    left, right = _tensors(a), _tensors(b)
     changed: dict[str, dict[str, Any]] = {}
     for key in sorted(set(left) & set(right)):
         x, y = left[key], right[key]
@@ -116,16 +111,76 @@ def diff(a: str, b: str) -> dict[str, Any]:
             "changed": changed, "same": len(set(left) & set(right)) - len(changed)}
 
 
+def against_model(path: str, target: str) -> list[str]:
+    """Keys and shapes of the checkpoint's weights that do not match the model class
+    ``target`` (``pkg.module.Class`` or ``pkg.module:Class``)."""
+    import importlib
+
+    from fulmen.checkpoint import fit
+
+    module_name, _, name = target.replace(":", ".").rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise FulmenError(f"--model {target!r}: cannot import it ({exc}); give the class as "
+                          "package.module.Class, importable from here") from exc
+    report = describe(path)
+    hparams = report["hyperparameters"]
+    try:
+        model = cls(**hparams) if hparams else cls()
+    except TypeError as exc:
+        raise FulmenError(f"--model {target!r}: cannot build it from the checkpoint's "
+                          f"hyperparameters {sorted(hparams)} ({exc})") from exc
+    shapes = {k.removeprefix("state_dict."): tuple(v["shape"])
+              for k, v in report["tensors"].items()
+              if k.startswith("state_dict.") or "state_dict" not in
+              {t.split(".", 1)[0] for t in report["tensors"]}}
+    given = {k: _Shaped(v) for k, v in shapes.items()}
+    missing, unexpected, changed = fit.misfits(model.state_dict(), given)
+    problems = [f"missing key {k!r} (the model has it, the checkpoint does not)"
+                for k in missing]
+    problems += [f"unexpected key {k!r} (in the checkpoint, not in {name})" for k in unexpected]
+    problems += [f"{k}: checkpoint {list(a or ())}, model {list(b or ())}"
+                 for k, a, b in changed]
+    return problems
+
+
+class _Shaped:
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = shape
+
+
+def _tensors(path: str) -> dict[str, Any]:
+    """Every tensor of a checkpoint by dotted name; a DCP directory's read whole."""
+    from pathlib import Path
+
+    from fulmen.checkpoint import canonical, reading
+
+    if reading.kind_of(Path(path)) == "dcp":
+        return reading.flatten(canonical.load_directory(Path(path)))
+    return dict(reading.read(path)["tensors"])
+
+
 def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="fulmen checkpoint",
-                                     description="Inspect, verify and compare checkpoints "
-                                                 "(nothing in them is executed).")
+                                     description="Inspect, convert, verify and compare "
+                                                 "checkpoints (nothing in them is executed).")
     sub = parser.add_subparsers(dest="action", required=True)
     inspect = sub.add_parser("inspect", help="tensors, progress, origin, hyperparameters")
     inspect.add_argument("path")
     inspect.add_argument("--json", action="store_true", help="machine-readable output")
+    convert = sub.add_parser("convert", help="consolidate or reshard into another layout "
+                                             "(CPU, one tensor at a time)")
+    convert.add_argument("src")
+    convert.add_argument("dst", help="must not exist: nothing is overwritten")
+    convert.add_argument("--to", required=True, choices=("file", "dcp", "safetensors"),
+                         help="file: one torch.save file; dcp: a torch.distributed.checkpoint "
+                              "directory; safetensors: the model weights")
     verify = sub.add_parser("verify", help="check checksums and completeness")
     verify.add_argument("path")
+    verify.add_argument("--model", default=None, metavar="pkg.module.Class",
+                        help="also compare keys and shapes with this model class (built "
+                             "with no arguments, or from the checkpoint's hyperparameters)")
     compare = sub.add_parser("diff", help="tensors added, removed and changed from A to B")
     compare.add_argument("a")
     compare.add_argument("b")
@@ -146,10 +201,18 @@ def _run(args: argparse.Namespace) -> int:
         else:
             _print_inspect(report)
         return 0
+    if args.action == "convert":
+        from fulmen.checkpoint.convert import convert
+
+        written = convert(args.src, args.dst, args.to)
+        print(f"wrote {written} ({args.to})")
+        return 0
     if args.action == "verify":
         from fulmen.checkpoint.manifest import verify
 
         problems = verify(args.path)
+        if args.model and not problems:
+            problems = against_model(args.path, args.model)
         for problem in problems:
             print(f"FAIL {problem}")
         if not problems:

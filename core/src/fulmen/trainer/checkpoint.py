@@ -16,8 +16,20 @@ LIGHTNING_KEYS = ("pytorch-lightning_version", "lightning_version")
 
 def read_checkpoint(path: str | Path, map_location: Any = None,
                     weights_only: bool = True) -> dict[str, Any]:
-    """Load a checkpoint file safely (``weights_only``), with errors that say what to do."""
-    checkpoint = safe_load(path, map_location, weights_only)
+    """Load a checkpoint safely (``weights_only``), with errors that say what to do: a file,
+    or a canonical directory written by any strategy."""
+    from fulmen.checkpoint import canonical, manifest
+
+    if canonical.is_directory(path):
+        checkpoint: Any = canonical.read_directory(path, weights_only, reader="fulmen")
+        if map_location is not None:
+            from fulmen.apply import apply_to_tensors
+
+            checkpoint = apply_to_tensors(checkpoint, lambda t: t.to(map_location))
+    else:
+        checkpoint = safe_load(path, map_location, weights_only)
+        if isinstance(checkpoint, dict):
+            manifest.check_version(checkpoint.get(manifest.KEY), str(path))
     require_state_dict(checkpoint, str(path))
     return checkpoint
 

@@ -878,7 +878,7 @@ class Trainer(SelectionReport):
                                                type(self.module).__name__),
             "hparams_name": self.module.hparams_name,
             manifest.KEY: manifest.origin(self.strategy.name, self.world_size, self.num_nodes,
-                                          str(self.precision)),
+                                          str(self.precision), self.strategy.device_mesh),
         }
         if not weights_only:
             checkpoint.update({

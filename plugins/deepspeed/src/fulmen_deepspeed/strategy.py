@@ -4,7 +4,11 @@ The engine owns the backward pass (loss scaling for ``16-mixed``), gradient redu
 clipping and the optimizer step; fulmen's loop still decides *when* to step (every
 ``accumulate_grad_batches`` batches), so the engine runs with
 ``managed_gradient_accumulation=false``. Checkpoints are directories written by every rank
-through the engine; :func:`fulmen_deepspeed.consolidate` turns one into a single fp32 state dict.
+as fulmen's canonical file: the fp32 master weights and the optimizer state assembled from every
+rank's ZeRO partition, keyed by parameter names, so any strategy at any world size resumes from
+it, and a DeepSpeed run resumes from any strategy's checkpoint (imported into the partitions).
+Directories written by older versions through the engine are still read
+(:func:`fulmen_deepspeed.consolidate` turns one into a single fp32 state dict).
 
 On a CPU the strategy selects DeepSpeed's CPU accelerator (``DS_ACCELERATOR=cpu``) with gloo;
 the first run compiles a small communication op (a C++ compiler is needed once).
@@ -16,7 +20,6 @@ import atexit
 import contextlib
 import logging
 import os
-import shutil
 import warnings
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -262,29 +265,48 @@ class DeepSpeedStrategy(ParallelStrategy):
 
     # ------------------------------------------------------------------ state
 
+    def _groups(self) -> list[list[torch.nn.Parameter]]:
+        """The module's parameters of each of the user's optimizer groups, as ZeRO holds them."""
+        zero = self.engine.optimizer
+        return list(zero.fp16_groups if self.stage == 3 else zero.bit16_groups)
+
     def _full_state(self) -> dict[str, Any]:
+        """The whole module state on every rank, parameters from ZeRO's fp32 master copy
+        (collective: every rank calls it)."""
         assert self.module is not None
-        if self.stage == 3 and self.engine is not None:
+        from deepspeed.utils import safe_get_full_fp32_param
+
+        if self.stage == 3:
             import deepspeed
 
             with deepspeed.zero.GatheredParameters(list(self.module.parameters()),
                                                    modifier_rank=None):
-                return {k: v.detach().clone().cpu() for k, v in self.module.state_dict().items()}
-        return {k: v.detach().cpu() for k, v in self.module.state_dict().items()}
+                state = {k: v.detach().clone().cpu() for k, v in
+                         self.module.state_dict().items()}
+        else:
+            state = {k: v.detach().cpu() for k, v in self.module.state_dict().items()}
+        if self.engine is not None and self.stage > 0:
+            for name, param in self.module.named_parameters():
+                full = safe_get_full_fp32_param(param)
+                if full is not None and name in state:
+                    state[name] = full.detach().cpu().to(state[name].dtype) \
+                        if not state[name].is_floating_point() else full.detach().cpu()
+        return state
 
     def module_state_dict(self, module: torch.nn.Module | None = None) -> dict[str, Any]:
         if self.engine is None or (module is not None and module is not self.module):
             return super().module_state_dict(module)  # not the engine's model
-        return EngineModuleState(self._full_state())
+        return self._full_state()
 
     def load_module_state_dict(self, state: dict[str, Any], strict: bool = True,
                                module: torch.nn.Module | None = None) -> Any:
         if isinstance(state, EngineModuleState):
-            return None  # the engine restored it from the shards
+            return None  # the engine restored it from the shards (an older directory)
         if self.engine is None or (module is not None and module is not self.module):
             return super().load_module_state_dict(state, strict, module)
         assert self.module is not None
         import deepspeed
+        from deepspeed.utils import safe_set_full_fp32_param
 
         with deepspeed.zero.GatheredParameters(list(self.module.parameters()),
                                                modifier_rank=0, enabled=self.stage == 3):
@@ -292,52 +314,101 @@ class DeepSpeedStrategy(ParallelStrategy):
         refresh = getattr(self.engine.optimizer, "refresh_fp32_params", None)
         if callable(refresh):  # the optimizer's fp32 master weights follow the new ones
             refresh()
+        if self.stage > 0:  # and exactly: the checkpoint's fp32 values, not rounded ones
+            for name, param in self.module.named_parameters():
+                if name in state and state[name].is_floating_point():
+                    safe_set_full_fp32_param(param, state[name].to(torch.float32))
         return result
 
     def optimizer_state(self, optimizer: Any) -> dict[str, Any]:
-        if self.engine is None:
-            return super().optimizer_state(optimizer)
-        return EngineOptimizerState()
+        """The canonical (named, whole) optimizer state, assembled from every rank's ZeRO
+        partition (collective)."""
+        if self.engine is None or self.stage == 0:
+            return super().optimizer_state(getattr(optimizer, "optimizer", optimizer)
+                                           if self.engine is not None else optimizer)
+        from deepspeed.utils import safe_get_full_optimizer_state
+
+        assert self.module is not None
+        base = self.engine.optimizer.optimizer  # the user's optimizer, over flat partitions
+        flat_states = [base.state.get(p, {}) for g in base.param_groups for p in g["params"]]
+        first: dict[str, Any] = next((st for st in flat_states if st), {})
+        keys = sorted(k for k, v in first.items() if torch.is_tensor(v) and v.dim() > 0)
+        step = first.get("step")
+        names = {id(p): n for n, p in self.module.named_parameters()}
+        state: dict[str, Any] = {}
+        groups = []
+        for group, params in zip(base.param_groups, self._groups()):
+            groups.append({**{k: v for k, v in group.items() if k != "params"},
+                           "params": [names[id(p)] for p in params]})
+            for param in params:
+                entry: dict[str, Any] = {key: safe_get_full_optimizer_state(param, key)
+                                         .detach().cpu().clone() for key in keys}
+                if step is not None:
+                    entry["step"] = step.detach().cpu().clone() if torch.is_tensor(step) \
+                        else torch.tensor(float(step))
+                if entry:
+                    state[names[id(param)]] = entry
+        return {"state": state, "param_groups": groups}
 
     def load_optimizer_state(self, optimizer: Any, state: dict[str, Any]) -> None:
-        if isinstance(state, EngineOptimizerState) or self.engine is None:
-            return
-        raise ConfigurationError("this optimizer state was not written by DeepSpeed; resume "
-                                 "DeepSpeed runs from the checkpoint directories it writes")
+        """Import a canonical optimizer state (from any strategy and world size) into ZeRO's
+        partitions: every rank keeps its part."""
+        if isinstance(state, EngineOptimizerState):
+            return None  # an older DeepSpeed directory: the engine restored it
+        if self.engine is None or self.stage == 0:
+            return super().load_optimizer_state(
+                getattr(optimizer, "optimizer", optimizer) if self.engine is not None
+                else optimizer, state)
+        from deepspeed.utils import (
+            lazy_init_hp_params_optimizer_state,
+            safe_set_full_optimizer_state,
+        )
+
+        from fulmen.checkpoint import canonical
+
+        assert self.module is not None
+        zero = self.engine.optimizer
+        base = zero.optimizer
+        groups = self._groups()
+        if not canonical.is_keyed_by_name(state):
+            order = [p for params in groups for p in params]
+            names = {id(p): n for n, p in self.module.named_parameters()}
+            state = canonical.by_name(state, [names[id(p)] for p in order])
+        if not any(base.state.get(p) for g in base.param_groups for p in g["params"]):
+            _initialise_state(base)  # a fresh engine: make the state to write into
+            for index, params in enumerate(groups if self.stage < 3 else []):
+                lazy_init_hp_params_optimizer_state(params, base.param_groups[index]["params"][0],
+                                                    base.state)
+        saved = state.get("state", {})
+        names = {id(p): n for n, p in self.module.named_parameters()}
+        step = None
+        for params in groups:
+            for param in params:
+                entry = saved.get(names[id(param)], {})
+                for key, value in entry.items():
+                    if key == "step":
+                        step = value
+                    elif torch.is_tensor(value) and value.dim() > 0:
+                        safe_set_full_optimizer_state(param, value.to(torch.float32), key)
+        for group, saved_group in zip(base.param_groups, state.get("param_groups", [])):
+            group.update({k: v for k, v in saved_group.items() if k != "params"})
+        if step is not None:
+            for group in base.param_groups:
+                for flat in group["params"]:
+                    if "step" in base.state.get(flat, {}):
+                        old = base.state[flat]["step"]
+                        base.state[flat]["step"] = torch.as_tensor(step, dtype=old.dtype) \
+                            if torch.is_tensor(old) else float(step)
+        return None
 
     # ------------------------------------------------------------------ checkpoints
 
-    def save_checkpoint(self, checkpoint: dict[str, Any], path: Any) -> None:
-        """A directory of shards through the engine when the checkpoint holds engine state
-        (model and optimizer); one file from rank zero otherwise (weights only)."""
-        optimizers = {k: len(v) if isinstance(v, list) else -1 for k, v in checkpoint.items()
-                      if _is_optimizer_marker(v)}
-        if self.engine is None or not optimizers:
-            plain = {k: dict(v) if isinstance(v, EngineModuleState) else v
-                     for k, v in checkpoint.items()}
-            return super().save_checkpoint(plain, path)
-        modules = [k for k, v in checkpoint.items() if isinstance(v, EngineModuleState)]
-        meta = {k: v for k, v in checkpoint.items() if k not in modules and k not in optimizers}
-        meta["fulmen_deepspeed"] = {"modules": modules, "optimizers": optimizers,
-                                    "prefix": PREFIX, "stage": self.stage}
-        with self.staged_checkpoint_dir(path, "deepspeed") as staging:
-            self.engine.save_checkpoint(str(staging), tag=TAG)
-            if self.is_global_zero:
-                torch.save(meta, staging / META)
-            self.barrier("deepspeed-manifest")  # every rank's shards are on disk: sum them
-            if self.is_global_zero:
-                from fulmen.checkpoint import manifest
-
-                manifest.write_directory_manifest(staging, meta.get(manifest.KEY))
-        return None
-
     def load_checkpoint(self, path: Any, weights_only: bool = True) -> dict[str, Any]:
+        """Canonical checkpoints as every strategy reads them; also the DeepSpeed directories
+        older fulmen versions wrote (through the engine, on the same world size)."""
         target = Path(path)
-        if not target.is_dir():
+        if not (target.is_dir() and (target / META).is_file() and (target / TAG).is_dir()):
             return super().load_checkpoint(path, weights_only)
-        if not (target / META).is_file() or not (target / TAG).is_dir():
-            raise ConfigurationError(f"checkpoint {str(target)!r} is a directory but not one "
-                                     f"DeepSpeedStrategy wrote (no {META} and {TAG}/ inside)")
         from fulmen_deepspeed.consolidate import deepspeed_reads, read_meta
 
         trusted = not weights_only  # then DeepSpeed reads the files as it likes
@@ -359,25 +430,30 @@ class DeepSpeedStrategy(ParallelStrategy):
                                                 load_lr_scheduler_states=False)
         if loaded is None:
             raise ConfigurationError(f"DeepSpeed could not load {str(target)!r}")
-        state = self.module_state_dict()
+        state = EngineModuleState(self.module_state_dict())
         meta.update({key: state for key in info["modules"]})
         for key, count in info["optimizers"].items():
             meta[key] = ([EngineOptimizerState() for _ in range(count)] if count >= 0
                          else EngineOptimizerState())
         return meta
 
-    def remove_checkpoint(self, path: Any) -> None:
-        if self.is_global_zero and Path(path).is_dir():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            super().remove_checkpoint(path)
 
-
-def _is_optimizer_marker(value: Any) -> bool:
-    if isinstance(value, EngineOptimizerState):
-        return True
-    return isinstance(value, list) and bool(value) and all(
-        isinstance(v, EngineOptimizerState) for v in value)
+def _initialise_state(optimizer: Any) -> None:
+    """Create a torch optimizer's lazily made state without changing anything: one step
+    with zero gradients and a learning rate of 0 (then the step counters are overwritten)."""
+    rates = [group.get("lr") for group in optimizer.param_groups]
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    for param in params:
+        param.grad = torch.zeros_like(param)
+    for group in optimizer.param_groups:
+        group["lr"] = 0.0
+    try:
+        optimizer.step()
+    finally:
+        for group, rate in zip(optimizer.param_groups, rates):
+            group["lr"] = rate
+        for param in params:
+            param.grad = None
 
 
 def _destroy_single_group() -> None:

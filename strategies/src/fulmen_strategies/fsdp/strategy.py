@@ -4,17 +4,16 @@
 ``{TransformerBlock}``; the root module is always sharded. ``cpu_offload=True`` keeps sharded
 parameters on the CPU between uses (CUDA only: on the CPU they are there already).
 ``state_dict_type``: ``"full"`` checkpoints are one file with ordinary tensors (rank 0 writes
-it; loadable without FSDP); ``"sharded"`` checkpoints are a directory written by every rank
-through ``torch.distributed.checkpoint``. Mixed precision comes from the Trainer's precision.
+it); ``"sharded"`` checkpoints are a directory written by every rank through
+``torch.distributed.checkpoint``. Both are fulmen's canonical checkpoint: any strategy, at any
+world size, resumes from either. Mixed precision comes from the Trainer's precision.
 """
 
 from __future__ import annotations
 
 import contextlib
-import shutil
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -24,7 +23,6 @@ from fulmen import ConfigurationError
 from fulmen_strategies.parallel import ParallelStrategy
 
 _STEPS = ("training_step", "validation_step", "test_step", "predict_step")
-_META = "meta.pt"
 
 
 class FSDPStrategy(ParallelStrategy):
@@ -183,6 +181,14 @@ class FSDPStrategy(ParallelStrategy):
             set_optimizer_state_dict,
         )
 
+        from fulmen.checkpoint import canonical
+
+        if not canonical.is_keyed_by_name(state):  # torch's numbered form: name them
+            names = canonical.param_names(self.module, optimizer)
+            if names is None:
+                raise ConfigurationError("FSDP loads optimizer states keyed by parameter names; "
+                                         "this optimizer updates tensors outside the model")
+            state = canonical.by_name(state, names)
         if not state.get("state"):  # a stateless optimizer (plain SGD): only hyper-parameters
             for group, saved in zip(optimizer.param_groups, state.get("param_groups", [])):
                 group.update({k: v for k, v in saved.items() if k != "params"})
@@ -210,60 +216,22 @@ class FSDPStrategy(ParallelStrategy):
         walk(state)
         return not found
 
-    # ------------------------------------------------------------------ files
+    # ------------------------------------------------------------------ checkpoints
 
-    def save_checkpoint(self, checkpoint: dict[str, Any], path: Any) -> None:
-        if self.state_dict_type == "full" or not self.distributed:
-            return super().save_checkpoint(checkpoint, path)
-        import torch.distributed.checkpoint as dcp
+    @property
+    def sharded_checkpoint(self) -> bool:
+        return self.distributed and self.state_dict_type == "sharded"
 
-        tensors = {"state_dict": checkpoint["state_dict"],
-                   "optimizer_states": dict(enumerate(checkpoint.get("optimizer_states", [])))}
-        with self.staged_checkpoint_dir(path, "fsdp") as staging:
-            dcp.save(tensors, checkpoint_id=str(staging))
-            if self.is_global_zero:
-                meta = {k: v for k, v in checkpoint.items()
-                        if k not in ("state_dict", "optimizer_states")}
-                torch.save(meta, staging / _META)
-        return None
-
-    def load_checkpoint(self, path: Any, weights_only: bool = True) -> dict[str, Any]:
-        target = Path(path)
-        if not target.is_dir():
-            return super().load_checkpoint(path, weights_only)
-        if not (target / _META).exists():
-            raise ConfigurationError(f"checkpoint {str(target)!r} is a directory without "
-                                     f"{_META}: not a sharded fulmen checkpoint")
+    def checkpoint_template(self) -> dict[str, Any] | None:
+        """Each rank's shards, so a directory checkpoint from any world size is read in
+        parts (DCP reshards)."""
         if not self.distributed or self.module is None:
-            raise ConfigurationError(f"checkpoint {str(target)!r} is sharded; load it with "
-                                     "strategy='fsdp' on the same number of processes, or "
-                                     "save with FSDPStrategy(state_dict_type='full')")
-        import torch.distributed.checkpoint as dcp
+            return None
         from torch.distributed.checkpoint.state_dict import (
             get_model_state_dict,
             get_optimizer_state_dict,
         )
 
-        meta = torch.load(target / _META, map_location="cpu", weights_only=weights_only)
-        state: dict[str, Any] = {"state_dict": get_model_state_dict(self.module),
-                 "optimizer_states": {i: get_optimizer_state_dict(self.module, o)
-                                      for i, o in enumerate(self.optimizers)}}
-        if "optimizer_states" not in meta.get("loops", {}) and not self.optimizers:
-            state.pop("optimizer_states")
-        if weights_only:  # nothing in the directory may run code (DCP's loader would let it)
-            from fulmen.checkpoint.reading import safe_dcp_load
-
-            safe_dcp_load(state, target)
-        else:
-            dcp.load(state, checkpoint_id=str(target))
-        meta["state_dict"] = state["state_dict"]
-        if "optimizer_states" in state:
-            meta["optimizer_states"] = [state["optimizer_states"][i]
-                                        for i in range(len(self.optimizers))]
-        return meta
-
-    def remove_checkpoint(self, path: Any) -> None:
-        if self.is_global_zero and Path(path).is_dir():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            super().remove_checkpoint(path)
+        return {"state_dict": get_model_state_dict(self.module),
+                "optimizer_states": [get_optimizer_state_dict(self.module, o)
+                                     for o in self.optimizers]}

@@ -109,8 +109,10 @@ def _worker(local_rank: int, payload: str | tuple[Any, ...], env: dict[str, str]
     own_session()  # torch.multiprocessing already has the worker die with the main process
     if isinstance(payload, str):  # spawn: the path of the work, pickled once by the launcher
         with open(payload, "rb") as handle:
-            payload = pickle.load(handle)
-    function, args, kwargs = payload
+            work: tuple[Any, ...] = pickle.load(handle)
+    else:
+        work = payload
+    function, args, kwargs = work
     os.environ.update(env)
     apply_in_process(env)
     os.environ["LOCAL_RANK"] = str(local_rank)
@@ -169,14 +171,15 @@ class MultiprocessingLauncher(Launcher):
                   **thread_settings(per_node, name)}
         with tempfile.TemporaryDirectory(prefix="fulmen-spawn-") as folder:
             result_path = os.path.join(folder, "rank0.pt")
-            payload: str | tuple[Any, ...] = (function, args, kwargs)
+            work = (function, args, kwargs)
+            payload: str | tuple[Any, ...] = work
             if self.start_method != "fork":
                 # Pickled once, into a file each worker reads: sent through the start pipe, a
                 # payload larger than the pipe's buffer would block the launcher until the first
                 # worker has imported the main module, starting the workers one after another.
                 owner = launch_owner(function)
                 label = type(owner).__name__.lower() if owner is not None else "function"
-                data = pickle_payload(name, payload, {
+                data = pickle_payload(name, work, {
                     **_named_args(args), label: owner if owner is not None else function})
                 payload = os.path.join(folder, "work.pkl")
                 Path(payload).write_bytes(data)

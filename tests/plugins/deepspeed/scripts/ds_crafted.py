@@ -38,6 +38,24 @@ def trainer(strategy: str, **flags: Any) -> fulmen.Trainer:
                           enable_model_summary=False, **flags)
 
 
+def write_engine_directory(fitted: fulmen.Trainer, target: Path) -> None:
+    """The layout fulmen-deepspeed wrote before the canonical checkpoint (DeepSpeed's own
+    shards under ``checkpoint/``, ``fulmen_meta.pt``, ``fulmen_manifest.json``), which must still
+    be read, safely."""
+    from fulmen.checkpoint import manifest
+
+    fitted.strategy.engine.save_checkpoint(str(target), tag="checkpoint")
+    fitted.save_checkpoint(target.with_suffix(".tmp"))
+    meta = torch.load(target.with_suffix(".tmp"), weights_only=True)
+    target.with_suffix(".tmp").unlink()
+    meta.pop("state_dict")
+    meta.pop("optimizer_states")
+    meta["fulmen_deepspeed"] = {"modules": ["state_dict"], "optimizers": {"optimizer_states": 1},
+                                "prefix": "module.", "stage": fitted.strategy.stage}
+    torch.save(meta, target / "fulmen_meta.pt")
+    manifest.write_directory_manifest(target, meta.get(manifest.KEY))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
@@ -51,7 +69,7 @@ def main() -> None:
     if args.write:
         fitted = trainer(args.strategy, max_epochs=1)
         fitted.fit(Model(), data)
-        fitted.save_checkpoint(args.write)
+        write_engine_directory(fitted, Path(args.write))
     results: dict[str, str] = {}
     for path in args.dirs:
         try:

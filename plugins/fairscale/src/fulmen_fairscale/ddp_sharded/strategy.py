@@ -20,6 +20,7 @@ from fairscale.nn.data_parallel import ShardedDataParallel
 from fairscale.optim import OSS
 
 from fulmen import ConfigurationError
+from fulmen.checkpoint import canonical
 from fulmen_fairscale.ddp_sharded.scaler import ShardedGradScaler, sharded_copy
 from fulmen_strategies.ddp.strategy import DDPStrategy, StepDispatcher
 
@@ -170,12 +171,20 @@ class ShardedDDPStrategy(DDPStrategy):
             return {}
         state = optimizer.state_dict()
         optimizer._all_states = []  # free the gathered shards until the next save
-        return state
+        names = canonical.param_names(self.module, optimizer)
+        return canonical.by_name(state, names) if names is not None else state
 
     def load_optimizer_state(self, optimizer: Any, state: dict[str, Any]) -> None:
-        """Every rank reads the full state and keeps its own shard."""
+        """Every rank reads the full state (canonical, from any strategy) and keeps its own
+        shard."""
         if not isinstance(optimizer, OSS):
             return super().load_optimizer_state(optimizer, state)
+        if canonical.is_keyed_by_name(state):
+            names = canonical.param_names(self.module, optimizer)
+            if names is None:
+                raise ConfigurationError("ddp_sharded loads optimizer states keyed by parameter "
+                                         "names only for optimizers over the model's parameters")
+            state = canonical.by_number(state, names)
         optimizer.load_state_dict({**state, "state": dict(state.get("state", {}))})
         original = self._originals.get(id(optimizer))
         if original is not None:  # loading made new group dicts: share them with the scheduler

@@ -1,0 +1,399 @@
+"""The canonical checkpoint: the one format every strategy writes and every strategy reads.
+
+It is a single ``torch.save`` file when one process holds the whole state, or else a
+``torch.distributed.checkpoint`` (DCP) directory written by every rank:
+
+- ``.metadata`` and ``__<rank>_<n>.distcp``: DCP's files, holding the entries that carry
+  sharded tensors (always ``state_dict`` and ``optimizer_states`` for the Trainer);
+- ``meta.pt``: every other entry (progress, hyper-parameters, callbacks...), from rank 0;
+- ``rng/rank_<r>.pt``: each rank's random-number-generator states;
+- ``fulmen_manifest.json``: where it came from (:func:`fulmen.checkpoint.manifest.origin`)
+  and the size and sha256 of every file.
+
+Optimizer states are keyed by parameter names (``get_optimizer_state_dict``'s form), not by
+positions, so they load into any strategy's optimizer: DCP reshards DTensor shards to the
+reader's world size, and ``set_optimizer_state_dict`` distributes full tensors.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fulmen.checkpoint import manifest, safety
+from fulmen.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    import torch
+
+    from fulmen.api.strategy import Strategy
+
+META = "meta.pt"
+RNG_DIR = "rng"
+#: Entries that always go to DCP shards in a directory checkpoint.
+SHARDED_KEYS = ("state_dict", "optimizer_states")
+_DCP_KEYS = "fulmen_dcp_keys"
+_LISTS = "fulmen_dcp_lists"
+
+
+# ====================================================================== optimizer states
+
+
+def param_names(module: torch.nn.Module | None, optimizer: Any) -> list[str] | None:
+    """The name of every parameter ``optimizer`` updates, in its ``param_groups`` order, or
+    None when one of them is not a parameter of ``module``."""
+    if module is None:
+        return None
+    names = {id(p): n for n, p in module.named_parameters(remove_duplicate=False)}
+    order = [names.get(id(p)) for g in optimizer.param_groups for p in g["params"]]
+    return None if any(n is None for n in order) else order  # type: ignore[return-value]
+
+
+def is_keyed_by_name(state: Mapping[str, Any]) -> bool:
+    """Whether an optimizer state names its parameters (canonical) rather than numbering them
+    (``torch.optim.Optimizer.state_dict``)."""
+    params = [p for g in state.get("param_groups", []) for p in g.get("params", [])]
+    return bool(params) and all(isinstance(p, str) for p in params)
+
+
+def by_name(state: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
+    """A numbered optimizer state (torch's form) keyed by parameter names instead."""
+    numbers = [p for g in state["param_groups"] for p in g["params"]]
+    if len(numbers) != len(names):
+        raise ConfigurationError(
+            f"the checkpoint's optimizer state covers {len(numbers)} parameters, the optimizer "
+            f"here {len(names)}: it was saved for another model or optimizer set-up")
+    rename = dict(zip(numbers, names))
+    return {"state": {rename[k]: v for k, v in state.get("state", {}).items() if k in rename},
+            "param_groups": [{**g, "params": [rename[p] for p in g["params"]]}
+                             for g in state["param_groups"]]}
+
+
+def by_number(state: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
+    """A canonical (named) optimizer state in torch's numbered form for an optimizer whose
+    parameters are ``names``, in order."""
+    number = {n: i for i, n in enumerate(names)}
+    missing = [p for g in state["param_groups"] for p in g["params"] if p not in number]
+    if missing:
+        raise ConfigurationError(f"the checkpoint's optimizer state names parameters this "
+                                 f"model lacks: {missing[:8]}; was it saved from another model?")
+    return {"state": {number[k]: v for k, v in state.get("state", {}).items()},
+            "param_groups": [{**g, "params": [number[p] for p in g["params"]]}
+                             for g in state["param_groups"]]}
+
+
+def optimizer_state(module: torch.nn.Module | None, optimizer: Any) -> dict[str, Any]:
+    """``optimizer``'s state keyed by the names of ``module``'s parameters (torch's numbered
+    form when the optimizer updates tensors ``module`` does not own)."""
+    state = dict(optimizer.state_dict())
+    names = param_names(module, optimizer)
+    return by_name(state, names) if names is not None else state
+
+
+def load_optimizer_state(module: torch.nn.Module | None, optimizer: Any,
+                         state: Mapping[str, Any]) -> None:
+    """Restore a named (canonical) or numbered optimizer state into ``optimizer``."""
+    if is_keyed_by_name(state):
+        names = param_names(module, optimizer)
+        if names is None:
+            raise ConfigurationError("this optimizer updates tensors that are not parameters of "
+                                     "the set-up model, so a state keyed by parameter names "
+                                     "cannot be matched to them")
+        state = by_number(state, names)
+    optimizer.load_state_dict(dict(state))
+
+
+# ====================================================================== writing
+
+
+def holds(value: Any, kind: type) -> bool:
+    """Whether ``value`` (nested dicts, lists) holds an instance of ``kind``."""
+    if isinstance(value, kind):
+        return True
+    if isinstance(value, Mapping):
+        return any(holds(v, kind) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(holds(v, kind) for v in value)
+    return False
+
+
+def split(checkpoint: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(shards, meta)``: the entries DCP writes (``SHARDED_KEYS`` and any holding a
+    DTensor; lists become dicts keyed "0", "1"...) and the rest."""
+    from torch.distributed.tensor import DTensor
+
+    shards: dict[str, Any] = {}
+    meta: dict[str, Any] = {}
+    lists = []
+    for key, value in checkpoint.items():
+        if key in SHARDED_KEYS or holds(value, DTensor):
+            if isinstance(value, list):
+                lists.append(key)
+                value = {str(i): v for i, v in enumerate(value)}
+            shards[key] = value
+        else:
+            meta[key] = value
+    meta[_DCP_KEYS], meta[_LISTS] = sorted(shards), lists
+    return shards, meta
+
+
+def save_directory(strategy: Strategy, checkpoint: dict[str, Any], path: Any) -> None:
+    """Every rank: write ``checkpoint`` as a canonical DCP directory at ``path``, staged in
+    a temporary folder and renamed into place once every rank's files and the manifest are
+    there."""
+    import torch
+    import torch.distributed.checkpoint as dcp
+
+    from fulmen.seed import rng_states
+
+    shards, meta = split(checkpoint)
+    with staged_directory(strategy, Path(path)) as staging:
+        dcp.save(shards, checkpoint_id=str(staging))
+        (staging / RNG_DIR).mkdir(exist_ok=True)
+        torch.save(rng_states(), staging / RNG_DIR / f"rank_{strategy.global_rank}.pt")
+        if strategy.is_global_zero:
+            torch.save(meta, staging / META)
+        strategy.barrier("canonical-save")
+        if strategy.is_global_zero:
+            facts = dict(meta.get(manifest.KEY) or manifest.origin(
+                strategy.name, strategy.world_size, strategy.num_nodes,
+                strategy.precision.name, strategy.device_mesh))
+            facts["layout"] = "dcp"
+            manifest.write_directory_manifest(staging, facts)
+
+
+class staged_directory:
+    """A temporary folder beside ``target`` (named by rank 0, shared by broadcast) that
+    replaces ``target`` when the block ends without error, after a barrier."""
+
+    def __init__(self, strategy: Strategy, target: Path) -> None:
+        self.strategy, self.target = strategy, target
+        self.staging: Path | None = None
+
+    def __enter__(self) -> Path:
+        from fulmen.checkpoint.atomic import sweep, temporary_path
+
+        name = None
+        if self.strategy.is_global_zero:
+            self.target.parent.mkdir(parents=True, exist_ok=True)
+            sweep(self.target.parent)
+            name = str(temporary_path(self.target))
+        self.staging = Path(self.strategy.broadcast(name, 0))
+        self.staging.mkdir(parents=True, exist_ok=True)
+        return self.staging
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        import os
+        import shutil
+
+        assert self.staging is not None
+        if kind is not None:
+            shutil.rmtree(self.staging, ignore_errors=True)
+            return
+        self.strategy.barrier("canonical-staged")
+        if self.strategy.is_global_zero:
+            if self.target.is_dir() and not self.target.is_symlink():
+                shutil.rmtree(self.target)
+            elif self.target.exists():
+                self.target.unlink()
+            os.replace(self.staging, self.target)
+        self.strategy.barrier("canonical-committed")
+
+
+# ====================================================================== reading
+
+
+def read_meta(root: Path, weights_only: bool = True) -> dict[str, Any]:
+    """A canonical directory's ``meta.pt`` (read safely unless ``weights_only`` is False)."""
+    import torch
+
+    file = root / META
+    if not file.is_file():
+        raise ConfigurationError(f"checkpoint {str(root)!r} is a DCP directory without "
+                                 f"{META}: not a fulmen checkpoint (fulmen checkpoint convert "
+                                 "turns a plain DCP directory into one)")
+    meta = safety.load_file(file) if weights_only else torch.load(
+        file, map_location="cpu", weights_only=False)
+    if not isinstance(meta, dict):
+        raise ConfigurationError(f"{str(file)!r} holds a {type(meta).__name__}, not fulmen's "
+                                 "checkpoint metadata")
+    return meta
+
+
+def check_directory(root: Path) -> dict[str, Any]:
+    """Refuse a DCP directory that is incomplete, mixed with another checkpoint, newer than
+    this fulmen, or whose manifest does not match its shards; returns the manifest."""
+    try:
+        facts = manifest.read_directory_manifest(root) or {}
+    except ValueError as exc:
+        raise safety.CorruptCheckpointError(str(exc)) from exc
+    manifest.check_version(facts, str(root))
+    manifest.check_complete(root)
+    listed = facts.get("files", {})
+    shards = sorted(p.name for p in root.glob("*.distcp"))
+    if listed:
+        stray = [name for name in shards if name not in listed]
+        if stray:
+            raise ConfigurationError(
+                f"checkpoint {str(root)!r} mixes files of two checkpoints: {stray[:4]} are not "
+                f"listed in its {manifest.FILE}. Save each checkpoint to its own directory; "
+                "remove the stray files or restore the directory from a good copy")
+    size = facts.get("world_size")
+    ranks = {name.split("_")[2] for name in shards if name.count("_") >= 3}
+    if isinstance(size, int) and facts.get("layout") == "dcp" and len(ranks) != size:
+        raise ConfigurationError(
+            f"checkpoint {str(root)!r}: its manifest says world size {size}, but shards of "
+            f"{len(ranks)} rank(s) are present ({shards[:6]}); a shard is missing or the "
+            "directory was copied in part")
+    return facts
+
+
+def load_directory(root: Path, template: dict[str, Any] | None = None,
+                   weights_only: bool = True) -> dict[str, Any]:
+    """Read a canonical DCP directory. With ``template`` (entries shaped like this
+    strategy's state: DTensor shards, say), DCP reads each rank's part into it, resharding
+    from any world size; without, every tensor is read whole."""
+    from fulmen.checkpoint.reading import safe_dcp_load
+
+    check_directory(root)
+    meta = read_meta(root, weights_only)
+    keys = list(meta.pop(_DCP_KEYS, SHARDED_KEYS))
+    lists = set(meta.pop(_LISTS, ["optimizer_states"]))  # older directories: that one
+    if template is not None:
+        state = {k: ({str(i): v for i, v in enumerate(template[k])} if k in lists and
+                     isinstance(template[k], list) else template[k])
+                 for k in keys if k in template}
+        safe_dcp_load(state, root, weights_only=weights_only)
+        missing = [k for k in keys if k not in template]
+        if missing:
+            state.update(read_full(root, missing, weights_only))
+    else:
+        state = read_full(root, keys, weights_only)
+    for key in lists & set(state):
+        value = state[key]
+        state[key] = [value[str(i)] for i in range(len(value))]
+    meta.update(state)
+    return meta
+
+
+def read_full(root: Path, keys: list[str] | None = None,
+              weights_only: bool = True) -> dict[str, Any]:
+    """Every entry (or those under ``keys``) of a DCP directory, with whole tensors; this
+    process reads alone (no collective)."""
+    import torch
+
+    from fulmen.checkpoint.reading import safe_dcp_load
+
+    out: dict[str, Any] = {}
+    for _, path, entry in items(root):
+        if keys is None or path[0] in keys:
+            size = getattr(entry, "size", None)
+            place(out, path, None if size is None else
+                  torch.empty(tuple(size), dtype=entry.properties.dtype))
+    if out:
+        safe_dcp_load(out, root, weights_only, no_dist=True)
+    return out
+
+
+def items(root: Path) -> list[tuple[str, tuple[Any, ...], Any]]:
+    """``(flat key, path, entry)`` for each item of a DCP directory, in saved order: ``path``
+    is its nesting (``("state_dict", "net.0.weight")``), ``entry`` DCP's metadata (a
+    ``TensorStorageMetadata`` with ``size`` and ``properties.dtype``, or bytes)."""
+    from fulmen.checkpoint.reading import read_dcp_metadata
+
+    metadata = read_dcp_metadata(root)
+    nesting = getattr(metadata, "planner_data", None) or {}
+    return [(flat, tuple(nesting.get(flat, (flat,))), entry)
+            for flat, entry in metadata.state_dict_metadata.items()]
+
+
+def read_item(root: Path, flat: str, entry: Any, weights_only: bool = True) -> Any:
+    """One item of a DCP directory, read alone (a whole tensor, or a pickled object read
+    with the safe unpickler)."""
+    import torch
+    from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner
+
+    from fulmen.checkpoint.reading import safe_dcp_load
+
+    size = getattr(entry, "size", None)
+    holder: dict[str, Any] = {flat: None if size is None else
+                              torch.empty(tuple(size), dtype=entry.properties.dtype)}
+    safe_dcp_load(holder, root, weights_only, planner=DefaultLoadPlanner(
+        flatten_state_dict=False, flatten_sharded_tensors=False), no_dist=True)
+    return holder[flat]
+
+
+def place(out: dict[Any, Any], path: tuple[Any, ...], value: Any) -> None:
+    """Set ``out[path[0]][path[1]]... = value``, making dicts (lists for int keys)."""
+    node: Any = out
+    for key, nxt in itertools.pairwise(path):
+        if isinstance(node, list):
+            while len(node) <= key:
+                node.append(None)
+            if node[key] is None:
+                node[key] = [] if isinstance(nxt, int) else {}
+            node = node[key]
+        else:
+            node = node.setdefault(key, [] if isinstance(nxt, int) else {})
+    last = path[-1]
+    if isinstance(node, list):
+        while len(node) <= last:
+            node.append(None)
+    node[last] = value
+
+
+def rank_rng(root: Path, rank: int) -> Any:
+    """The RNG states rank ``rank`` saved in a canonical directory, or None."""
+    file = root / RNG_DIR / f"rank_{rank}.pt"
+    return safety.load_file(file) if file.is_file() else None
+
+
+
+def is_directory(path: Any) -> bool:
+    from fulmen.checkpoint import remote
+
+    return not remote.is_url(path) and Path(remote.local(path)).is_dir()
+
+
+def remove_directory(path: Any) -> None:
+    import shutil
+
+    from fulmen.checkpoint import remote
+
+    shutil.rmtree(remote.local(path), ignore_errors=True)
+
+
+def load(strategy: Strategy, path: Any, weights_only: bool = True) -> dict[str, Any]:
+    """What :meth:`Strategy.load_checkpoint` does: read any fulmen checkpoint for
+    ``strategy`` (see the module's docstring)."""
+    if not is_directory(path):
+        content = strategy.checkpoint_io.load_checkpoint(path, map_location="cpu",
+                                                         weights_only=weights_only)
+        if isinstance(content, dict):
+            manifest.check_version(content.get(manifest.KEY), str(path))
+        return content
+    return read_directory(path, weights_only, strategy.checkpoint_template(),
+                          strategy.global_rank, strategy.name)
+
+
+def read_directory(path: Any, weights_only: bool = True, template: dict[str, Any] | None = None,
+                   rank: int = 0, reader: str = "this strategy") -> dict[str, Any]:
+    """A checkpoint directory's content, for rank ``rank`` (its own RNG states when it saved
+    them); an older DeepSpeed directory is refused with the command that converts it."""
+    from fulmen.checkpoint import reading, remote
+
+    root = Path(remote.local(path))
+    kind = reading.kind_of(root)
+    if kind != "dcp":
+        raise ConfigurationError(
+            f"checkpoint {str(root)!r} is a {kind} directory written by an older fulmen or by "
+            f"DeepSpeed itself; {reader} reads fulmen's canonical checkpoints. Convert it "
+            f"first: fulmen checkpoint convert {str(root)!r} {str(root) + '.ckpt'!r} --to file")
+    content = load_directory(root, template, weights_only)
+    if "rng_states" in content:  # this rank's own generators, when it saved some
+        own = rank_rng(root, rank)
+        if own is not None:
+            content["rng_states"] = own
+    return content
