@@ -26,7 +26,7 @@ def tensorboard_available() -> bool:
     return importlib.util.find_spec("tensorboard") is not None
 
 
-def resolve_loggers(logger: Any, root: Path) -> list[Logger]:
+def resolve_loggers(logger: Any, root: str) -> list[Logger]:
     """``True``: TensorBoard when installed, else CSV; ``False``/``None``: none; or loggers."""
     if logger is True:
         if tensorboard_available():
