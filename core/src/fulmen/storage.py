@@ -10,9 +10,12 @@ environment variable ``FSSPEC_<SCHEME>_<OPTION>`` (``FSSPEC_S3_ENDPOINT_URL``), 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import shutil
+import tempfile
+from collections.abc import Iterator
 from typing import IO, Any
 
 from fulmen.errors import ConfigurationError
@@ -56,6 +59,13 @@ def filesystem(url: str, storage_options: dict[str, Any] | None = None,
         known = ", ".join(sorted(fsspec.available_protocols())[:30])
         raise ConfigurationError(f"{what} {url!r} has a scheme fsspec does not know "
                                  f"({scheme!r}); known schemes: {known}") from exc
+
+
+def check(path: str | os.PathLike[str] | None, what: str) -> None:
+    """Refuse, before anything starts, a URL whose scheme is unknown or needs a package that is
+    missing (``what`` names the argument in the error)."""
+    if path is not None and is_url(local(os.fspath(path))):
+        filesystem(os.fspath(path), what=what)
 
 
 def normalize(path: str | os.PathLike[str]) -> str:
@@ -165,6 +175,23 @@ def mtime(path: str) -> float:
         fs, inner = filesystem(path)
         return float(fs.modified(inner).timestamp())
     return os.stat(path).st_mtime_ns / 1e9
+
+
+@contextlib.contextmanager
+def local_copy(path: str, what: str = "checkpoint") -> Iterator[str]:
+    """A local path holding what ``path`` holds: ``path`` itself when local, else a temporary
+    download of the file or folder (removed afterwards), under the same name."""
+    path = local(path)
+    if not is_url(path):
+        yield path
+        return
+    fs, inner = filesystem(path, what=what)
+    if not fs.exists(inner):
+        raise ConfigurationError(f"{what} {path!r} does not exist")
+    with tempfile.TemporaryDirectory(prefix="fulmen-") as folder:
+        target = os.path.join(folder, basename(path) or "checkpoint")
+        fs.get(inner, target, recursive=fs.isdir(inner))
+        yield target
 
 
 def open_file(path: str | os.PathLike[str], mode: str = "r", **kwargs: Any) -> IO[Any]:

@@ -6,6 +6,7 @@ resumes from s3://."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -20,13 +21,15 @@ from tiny_models import TinyModule, lean, loader
 import fulmen
 from fulmen.api.checkpoint_io import TorchCheckpointIO
 from fulmen.callbacks import ModelCheckpoint
+from fulmen.checkpoint import tool
 from fulmen.loggers import CSVLogger
 
 pytestmark = pytest.mark.timeout(180)
 SCRIPTS = Path(__file__).parent / "scripts"
 
 
-def test_top_k_last_link_logs_and_resume_on_s3(s3_endpoint: S3) -> None:  # noqa: F811
+def test_top_k_last_link_logs_and_resume_on_s3(s3_endpoint: S3,  # noqa: F811
+                                               capsys: pytest.CaptureFixture[str]) -> None:
     run = f"s3://{s3_endpoint.bucket()}/run"
     checkpoint = ModelCheckpoint(dirpath=f"{run}/ckpt/", every_n_train_steps=2, save_top_k=2,
                                  monitor="step", mode="max", save_last="link")
@@ -47,6 +50,12 @@ def test_top_k_last_link_logs_and_resume_on_s3(s3_endpoint: S3) -> None:  # noqa
             "s3://"), "r") as handle:
         rows = handle.read().splitlines()
     assert rows[0].startswith("step") and len(rows) == 1 + 8
+    capsys.readouterr()
+    assert tool.main(["inspect", checkpoint.last_model_path, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["progress"]["global_step"] == 8
+    assert tool.main(["diff", checkpoint.best_model_path, checkpoint.last_model_path]) == 0
+    assert tool.main(["verify", f"{run}/ckpt/none.ckpt"]) == 2
+    assert f"{run}/ckpt/none.ckpt' does not exist" in capsys.readouterr().err
 
     resumed = fulmen.Trainer(**{**lean(max_epochs=2), "enable_checkpointing": True},
                              callbacks=[ModelCheckpoint(dirpath=f"{run}/ckpt",

@@ -71,6 +71,7 @@ class ModelCheckpoint(Callback):
         self.auto_insert_metric_name = auto_insert_metric_name
         self.mode = mode
         self.filename = filename
+        storage.check(dirpath, "ModelCheckpoint(dirpath=...)")
         self.dirpath: str | None = storage.normalize(dirpath) if dirpath else None
         self.async_save = async_save
         self._async_io: AsyncCheckpointIO | None = None  # installed by this callback

@@ -80,6 +80,7 @@ class VersionedDir:
 
     def __init__(self, root: str | os.PathLike[str], name: str | None,
                  version: int | str | None) -> None:
+        storage.check(root, "logger save_dir")
         self._root, self._name, self._version = os.fspath(root), name, version
 
     @property

@@ -793,6 +793,7 @@ def _root_dir(given: str | os.PathLike[str] | None) -> str:
     trailing ``/``, a local path as given (``~`` expanded)."""
     if given is None or given == "":
         return os.getcwd()
+    storage.check(given, "Trainer(default_root_dir=...)")
     given = storage.local(os.fspath(given))
     return str(given).rstrip("/") if storage.is_url(given) else \
         os.path.normpath(os.path.expanduser(given))
