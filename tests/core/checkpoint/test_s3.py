@@ -33,9 +33,9 @@ def test_top_k_last_link_logs_and_resume_on_s3(s3_endpoint: S3,  # noqa: F811
     run = f"s3://{s3_endpoint.bucket()}/run"
     checkpoint = ModelCheckpoint(dirpath=f"{run}/ckpt/", every_n_train_steps=2, save_top_k=2,
                                  monitor="step", mode="max", save_last="link")
-    trainer = fulmen.Trainer(**{**lean(max_epochs=1), "enable_checkpointing": True},
-                             callbacks=[checkpoint], logger=CSVLogger(f"{run}/logs"),
-                             log_every_n_steps=1)
+    trainer = fulmen.Trainer(**{**lean(max_epochs=1), "enable_checkpointing": True,
+                                "logger": CSVLogger(f"{run}/logs")},
+                             callbacks=[checkpoint], log_every_n_steps=1)
     trainer.fit(TinyModule(), loader(64))  # 8 steps: saves at 2, 4, 6, 8
     assert checkpoint.dirpath == f"{run}/ckpt"
     assert s3_endpoint.ls(checkpoint.dirpath) == \
