@@ -202,4 +202,4 @@ def open_file(path: str | os.PathLike[str], mode: str = "r", **kwargs: Any) -> I
         return fs.open(inner, mode, **kwargs)  # type: ignore[no-any-return]
     if any(flag in mode for flag in "wa"):
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    return open(path, mode, **kwargs)  # noqa: SIM115
+    return open(path, mode, **kwargs)

@@ -128,8 +128,7 @@ def test_async_model_checkpoint_writes_what_a_synchronous_one_writes(tmp_path: P
 
 def test_lite_saves_in_the_background_and_loads_what_it_saved(tmp_path: Path) -> None:
     lite = fulmen.Lite(accelerator="cpu", devices=1)
-    model, optimizer = lite.setup(torch.nn.Linear(4, 2), torch.optim.SGD(
-        torch.nn.Linear(4, 2).parameters(), lr=0.1))
+    model = lite.setup(torch.nn.Linear(4, 2))
     before = {k: v.clone() for k, v in model.state_dict().items()}
     lite.save(tmp_path / "a.ckpt", {"model": model, "step": 1}, async_save=True)
     assert isinstance(lite.strategy.checkpoint_io, AsyncCheckpointIO)

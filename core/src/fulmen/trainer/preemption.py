@@ -7,7 +7,6 @@ import re
 import signal
 import sys
 import threading
-from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 

@@ -732,7 +732,7 @@ class Trainer(SelectionReport):
         """The most recently written checkpoint: a preemption checkpoint in default_root_dir or
         one of ModelCheckpoint's (``last.ckpt`` or any other in its dirpath)."""
         candidates = [p for _, p in hpc_checkpoints(self._default_root_dir)]
-        cb = self.checkpoint_callback
+        cb, last = self.checkpoint_callback, None
         if cb is not None:
             last = cb.find_last()
             candidates += [last] if last else []
@@ -741,7 +741,8 @@ class Trainer(SelectionReport):
                                for name in storage.listdir(cb.dirpath)
                                if name.endswith(cb.FILE_EXTENSION)]
         existing = [p for p in candidates if storage.exists(p)]
-        return max(existing, key=storage.mtime) if existing else None
+        # on a tie (object stores count whole seconds) the "last" file wins
+        return max(existing, key=lambda p: (storage.mtime(p), p == last)) if existing else None
 
     def _load_for(self, stage: str, ckpt_path: Any, weights_only: bool) -> dict[str, Any] | None:
         path = self.ckpt_path = self._resolve_ckpt_path(ckpt_path)
