@@ -61,6 +61,10 @@ def filesystem(url: str, storage_options: dict[str, Any] | None = None,
                                  f"({scheme!r}); known schemes: {known}") from exc
 
 
+def _text(path: str | os.PathLike[str]) -> str:
+    return str(local(os.fspath(path)))
+
+
 def check(path: str | os.PathLike[str] | None, what: str) -> None:
     """Refuse, before anything starts, a URL whose scheme is unknown or needs a package that is
     missing (``what`` names the argument in the error)."""
@@ -71,7 +75,7 @@ def check(path: str | os.PathLike[str] | None, what: str) -> None:
 def normalize(path: str | os.PathLike[str]) -> str:
     """A folder as fulmen keeps it: a URL without a trailing ``/``; a local path absolute,
     ``~`` expanded and links resolved."""
-    path = local(os.fspath(path))
+    path = _text(path)
     if is_url(path):
         return str(path).rstrip("/")
     return os.path.realpath(os.path.expanduser(path))
@@ -106,7 +110,7 @@ def same(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
 
 
 def exists(path: str | os.PathLike[str]) -> bool:
-    path = local(os.fspath(path))
+    path = _text(path)
     if is_url(path):
         fs, inner = filesystem(path)
         return bool(fs.exists(inner))
@@ -114,7 +118,7 @@ def exists(path: str | os.PathLike[str]) -> bool:
 
 
 def isdir(path: str | os.PathLike[str]) -> bool:
-    path = local(os.fspath(path))
+    path = _text(path)
     if is_url(path):
         fs, inner = filesystem(path)
         return bool(fs.isdir(inner))
@@ -123,7 +127,7 @@ def isdir(path: str | os.PathLike[str]) -> bool:
 
 def listdir(path: str | os.PathLike[str]) -> list[str]:
     """The names in a folder (empty when it does not exist)."""
-    path = local(os.fspath(path))
+    path = _text(path)
     if is_url(path):
         fs, inner = filesystem(path)
         if not fs.isdir(inner):
@@ -135,7 +139,7 @@ def listdir(path: str | os.PathLike[str]) -> list[str]:
 
 def makedirs(path: str | os.PathLike[str]) -> None:
     """Create a folder (object stores have none: nothing to do there beyond fsspec's)."""
-    path = local(os.fspath(path))
+    path = _text(path)
     if is_url(path):
         fs, inner = filesystem(path)
         fs.makedirs(inner, exist_ok=True)
@@ -145,7 +149,7 @@ def makedirs(path: str | os.PathLike[str]) -> None:
 
 def remove(path: str | os.PathLike[str]) -> None:
     """Delete a file, link or folder; nothing when it is not there."""
-    path = local(os.fspath(path))
+    path = _text(path)
     if is_url(path):
         fs, inner = filesystem(path)
         if fs.exists(inner):
@@ -196,10 +200,10 @@ def local_copy(path: str, what: str = "checkpoint") -> Iterator[str]:
 
 def open_file(path: str | os.PathLike[str], mode: str = "r", **kwargs: Any) -> IO[Any]:
     """``open`` for a local path or a URL (the parent folder created when writing)."""
-    path = local(os.fspath(path))
+    path = _text(path)
     if is_url(path):
         fs, inner = filesystem(path)
-        return fs.open(inner, mode, **kwargs)  # type: ignore[no-any-return]
+        return fs.open(inner, mode, **kwargs)  # type: ignore[no-any-return,unused-ignore]
     if any(flag in mode for flag in "wa"):
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     return open(path, mode, **kwargs)

@@ -44,7 +44,7 @@ def _alive(pid: int) -> bool:
 def stale(name: str) -> bool:
     """Whether ``name`` is a temporary that a process of this host left when it died."""
     match = _PATTERN.match(name)
-    return bool(match) and match["host"] == _HOST and not _alive(int(match["pid"]))
+    return match is not None and match["host"] == _HOST and not _alive(int(match["pid"]))
 
 
 def sweep(folder: Path) -> list[Path]:
