@@ -372,13 +372,15 @@ class ModelCheckpoint(Callback):
         self._last_global_step_saved = trainer.global_step
         self._last_checkpoint_saved = filepath
 
-    def _link_checkpoint(self, trainer: Any, filepath: str, linkpath: str) -> None:
+    @staticmethod
+    def _link_checkpoint(trainer: Any, filepath: str, linkpath: str) -> None:
         """Point ``linkpath`` at ``filepath`` with a relative symbolic link (a copy where links
-        cannot be made: object stores), replacing whatever was there. With ``async_save``, after
-        ``filepath`` is written."""
+        cannot be made: object stores), replacing whatever was there. When saves run in the
+        background, once ``filepath`` is written."""
         if trainer.is_global_zero:
-            if self._async_io is not None:
-                self._async_io.after_pending(f"link of {linkpath!r}", _link, filepath, linkpath)
+            io = trainer.strategy.checkpoint_io
+            if isinstance(io, AsyncCheckpointIO):
+                io.after_pending(f"link of {linkpath!r}", _link, filepath, linkpath)
             else:
                 _link(filepath, linkpath)
         trainer.strategy.barrier("ModelCheckpoint.link")
