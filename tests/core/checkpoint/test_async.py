@@ -5,11 +5,7 @@ background save is writing leaves the previous checkpoints intact and loadable."
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -17,7 +13,7 @@ from typing import Any
 
 import pytest
 import torch
-from processes import clean_environment
+from test_atomic import kill_during_third_save
 from tiny_models import TinyModule, lean, loader
 
 import fulmen
@@ -144,24 +140,10 @@ def test_lite_saves_in_the_background_and_loads_what_it_saved(tmp_path: Path) ->
 def test_a_process_killed_during_a_background_save_keeps_the_previous_checkpoints(
         tmp_path: Path) -> None:
     dirpath = tmp_path / "ckpt"
-    child = subprocess.Popen(
-        [sys.executable, str(SCRIPTS / "slow_save.py"), "--out", str(tmp_path), "--dirpath",
-         str(dirpath), "--async-save"], env={**clean_environment([SCRIPTS]),
-                                             "OMP_NUM_THREADS": "1"},
-        start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 90
-        while not (tmp_path / "saving").exists():
-            assert child.poll() is None, child.stderr.read().decode()[-3000:]  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, "the third save never started"
-            time.sleep(0.05)
-        os.killpg(child.pid, signal.SIGKILL)
-    finally:
-        child.kill()
-        child.wait(timeout=30)
+    pid = kill_during_third_save(tmp_path, dirpath, "--async-save")
     leftovers = [p.name for p in dirpath.iterdir() if p.name.startswith(".")]
     assert len(leftovers) == 1 and re.fullmatch(
-        rf"\.epoch=0-step=3\.ckpt\.tmp-{atomic._HOST}-{child.pid}-\d+", leftovers[0])
+        rf"\.epoch=0-step=3\.ckpt\.tmp-{atomic._HOST}-{pid}-\d+", leftovers[0])
     assert sorted(p.name for p in dirpath.iterdir() if not p.name.startswith(".")) == \
         ["epoch=0-step=1.ckpt", "epoch=0-step=2.ckpt"]
     for step in (1, 2):
