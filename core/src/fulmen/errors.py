@@ -24,6 +24,11 @@ class PluginError(FulmenError):
     """A plugin is broken, clashes with another, or was disabled or failed when it was needed."""
 
 
+class CheckpointSaveError(FulmenError):
+    """A checkpoint written in the background (``async_save``) failed; raised at the next step,
+    save or teardown, with the original error as its cause."""
+
+
 class PluginWarning(UserWarning):
     """A plugin was isolated (failed to import or to answer a hook) or a plugin setting is odd."""
 

@@ -18,7 +18,8 @@ from typing import Any
 
 import torch
 
-from fulmen import arguments, compiling
+from fulmen import arguments, compiling, storage
+from fulmen.api.async_checkpoint_io import AsyncCheckpointIO
 from fulmen.apply import apply_to_tensors
 from fulmen.connector import SelectionReport, select
 from fulmen.errors import ConfigurationError, FulmenError
@@ -169,7 +170,9 @@ class Lite(SelectionReport):
         self.strategy.setup_environment()
         self._launched = True
         try:
-            return function(*args, **kwargs)
+            result = function(*args, **kwargs)
+            self.strategy.checkpoint_io.teardown()  # background saves finish (or fail) here
+            return result
         except BaseException as exc:
             self.strategy.on_exception(exc)
             raise
@@ -351,6 +354,9 @@ class Lite(SelectionReport):
             raise FulmenError("lite.backward(loss): no model was set up. Call "
                               "model, optimizer = self.setup(model, optimizer) first and "
                               "compute the loss with the returned model")
+        writer = self._writer(False)
+        if writer is not None:
+            writer.raise_failure()  # a background save that failed stops training here
         self.strategy.backward(tensor, *args, **kwargs)
 
     def autocast(self) -> contextlib.AbstractContextManager[None]:
@@ -478,12 +484,16 @@ class Lite(SelectionReport):
     # ------------------------------------------------------------------ checkpoints
 
     def save(self, path: Any, state: Any,
-             filter: dict[str, Callable[[str, Any], bool]] | None = None) -> None:
+             filter: dict[str, Callable[[str, Any], bool]] | None = None,
+             async_save: bool = False) -> None:
         """``save(path, {"model": model, "optimizer": optimizer, "step": 3})`` (Fabric's form:
         modules and optimizers become their state), or ``save(path, model.state_dict())``;
         LightningLite's order ``save(content, path)`` is accepted too. ``filter`` maps a key of
         the state to ``fn(name, value) -> bool`` choosing which of that entry's items are kept
-        (e.g. only trainable weights). Written once, atomically."""
+        (e.g. only trainable weights). Written once, atomically; ``path`` may be an fsspec URL
+        (``s3://bucket/run/step-100.ckpt``). ``async_save=True`` returns once the state is
+        copied to CPU and writes it in the background (one save in flight; a failure is raised
+        by the next ``backward``, ``save``, ``load`` or at the end of ``run``)."""
         if isinstance(path, Mapping) and isinstance(state, str | os.PathLike):
             path, state = state, path  # LightningLite's save(content, filepath)
         if isinstance(state, Mapping):
@@ -491,9 +501,22 @@ class Lite(SelectionReport):
         self._require_launched("save")
         if filter is not None:
             state = _apply_filter(state, filter)
-        self._check_writable(Path(path))
+        self._check_writable(path)
+        writer = self._writer(async_save)
         self.strategy.save_checkpoint(state, path)
+        if writer is not None and not async_save:
+            writer.wait()  # this save was asked to be synchronous
         self.strategy.barrier("lite.save")
+
+    def _writer(self, async_save: bool) -> AsyncCheckpointIO | None:
+        """The strategy's background writer, installed on the first ``async_save=True``."""
+        io = self.strategy.checkpoint_io
+        if isinstance(io, AsyncCheckpointIO):
+            return io
+        if not async_save:
+            return None
+        writer = self.strategy.checkpoint_io = AsyncCheckpointIO(io)
+        return writer
 
     def load(self, path: Any, state: dict[str, Any] | None = None, strict: bool = True,
              weights_only: bool = True) -> Any:
@@ -566,10 +589,14 @@ class Lite(SelectionReport):
                 out[key] = value
         return out
 
-    def _check_writable(self, path: Path) -> None:
+    def _check_writable(self, path: Any) -> None:
         if not self.is_global_zero:
             return
-        folder = path.parent
+        path = storage.local(os.fspath(path))
+        if storage.is_url(path):
+            storage.filesystem(path, what="lite.save path")  # a known scheme, its package there
+            return
+        folder = Path(path).parent
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -26,12 +26,12 @@ pytestmark = pytest.mark.timeout(120)
 SCRIPTS = Path(__file__).parent / "scripts"
 
 
-def test_a_save_killed_midway_leaves_old_checkpoints_and_a_temp_the_next_save_removes(
-        tmp_path: Path) -> None:
-    dirpath = tmp_path / "ckpt"
+def kill_during_third_save(tmp_path: Path, dirpath: Path, *flags: str) -> int:
+    """Run scripts/slow_save.py (``flags`` added) and SIGKILL it while its third save writes;
+    returns its pid."""
     child = subprocess.Popen(
         [sys.executable, str(SCRIPTS / "slow_save.py"), "--out", str(tmp_path), "--dirpath",
-         str(dirpath)], env={**clean_environment([SCRIPTS]), "OMP_NUM_THREADS": "1"},
+         str(dirpath), *flags], env={**clean_environment([SCRIPTS]), "OMP_NUM_THREADS": "1"},
         start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 90
@@ -39,13 +39,20 @@ def test_a_save_killed_midway_leaves_old_checkpoints_and_a_temp_the_next_save_re
             assert child.poll() is None, child.stderr.read().decode()[-3000:]  # type: ignore[union-attr]
             assert time.monotonic() < deadline, "the third save never started"
             time.sleep(0.05)
-        leftovers = [p for p in dirpath.iterdir() if p.name.startswith(".")]
         os.killpg(child.pid, signal.SIGKILL)
     finally:
         child.kill()
         child.wait(timeout=30)
+    return child.pid
+
+
+def test_a_save_killed_midway_leaves_old_checkpoints_and_a_temp_the_next_save_removes(
+        tmp_path: Path) -> None:
+    dirpath = tmp_path / "ckpt"
+    pid = kill_during_third_save(tmp_path, dirpath)
+    leftovers = [p for p in dirpath.iterdir() if p.name.startswith(".")]
     assert len(leftovers) == 1, leftovers
-    assert re.fullmatch(rf"\.epoch=0-step=3\.ckpt\.tmp-{atomic._HOST}-{child.pid}-\d+",
+    assert re.fullmatch(rf"\.epoch=0-step=3\.ckpt\.tmp-{atomic._HOST}-{pid}-\d+",
                         leftovers[0].name), leftovers
     assert sorted(p.name for p in dirpath.iterdir() if not p.name.startswith(".")) == \
         ["epoch=0-step=1.ckpt", "epoch=0-step=2.ckpt"]

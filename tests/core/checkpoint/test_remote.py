@@ -89,3 +89,36 @@ def test_file_urls_are_local_paths(tmp_path: Path) -> None:
     assert (tmp_path / "f.ckpt").is_file()
     assert torch.equal(TorchCheckpointIO().load_checkpoint(f"file://{tmp_path}/f.ckpt")["v"],
                        torch.zeros(1))
+
+
+def test_a_scheme_whose_package_is_missing_names_the_package(tmp_path: Path) -> None:
+    from fulmen.callbacks import ModelCheckpoint
+
+    for scheme, package in (("gs", "gcsfs"), ("az", "adlfs")):
+        pytest.importorskip("fsspec")
+        if __import__("importlib").util.find_spec(package) is not None:
+            continue  # installed here: nothing to name
+        with pytest.raises(ConfigurationError, match=rf"the {scheme}:// scheme needs {package}, "
+                                                     rf"which is not installed: pip install "
+                                                     rf"{package}"):
+            TorchCheckpointIO().save_checkpoint({}, f"{scheme}://bucket/a.ckpt")
+        with pytest.raises(ConfigurationError, match=rf"ModelCheckpoint\(dirpath=...\) "
+                                                     rf"'{scheme}://bucket/run': .*needs "
+                                                     rf"{package}"):
+            ModelCheckpoint(dirpath=f"{scheme}://bucket/run")
+        with pytest.raises(ConfigurationError, match=rf"default_root_dir=...\) .*{package}"):
+            fulmen.Trainer(default_root_dir=f"{scheme}://bucket/root")
+
+
+def test_model_checkpoint_rotates_and_links_on_a_memory_store() -> None:
+    from fulmen.callbacks import ModelCheckpoint
+
+    checkpoint = ModelCheckpoint(dirpath="memory://fulmen-test/topk", every_n_train_steps=1,
+                                 save_top_k=2, monitor="step", mode="max", save_last="link")
+    trainer = fulmen.Trainer(**lean(max_epochs=1, limit_train_batches=4,
+                                    enable_checkpointing=True), callbacks=[checkpoint])
+    trainer.fit(TinyModule(), loader(32))
+    fs = fsspec.filesystem("memory")
+    assert sorted(p.rsplit("/", 1)[1] for p in fs.ls("/fulmen-test/topk", detail=False)) == \
+        ["epoch=0-step=3.ckpt", "epoch=0-step=4.ckpt", "last.ckpt"]
+    assert TorchCheckpointIO().load_checkpoint(checkpoint.last_model_path)["global_step"] == 4

@@ -1,6 +1,7 @@
 """Base classes that plugins implement. The user-facing framework is written only against these."""
 
 from fulmen.api.accelerator import Accelerator
+from fulmen.api.async_checkpoint_io import AsyncCheckpointIO
 from fulmen.api.checkpoint_io import CheckpointIO, TorchCheckpointIO
 from fulmen.api.environment import ClusterEnvironment
 from fulmen.api.launcher import Launcher, LaunchOwner
@@ -8,5 +9,5 @@ from fulmen.api.precision import Precision
 from fulmen.api.run_config import RunConfig
 from fulmen.api.strategy import Strategy
 
-__all__ = ["Accelerator", "CheckpointIO", "ClusterEnvironment", "LaunchOwner", "Launcher",
-           "Precision", "RunConfig", "Strategy", "TorchCheckpointIO"]
+__all__ = ["Accelerator", "AsyncCheckpointIO", "CheckpointIO", "ClusterEnvironment",
+           "LaunchOwner", "Launcher", "Precision", "RunConfig", "Strategy", "TorchCheckpointIO"]

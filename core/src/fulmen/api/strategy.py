@@ -155,9 +155,13 @@ class Strategy(Named, ABC):
         teardown that follows must not wait for them."""
 
     def teardown(self) -> None:
-        """Release the devices and the environment after a run."""
-        self.accelerator.teardown()
-        self.cluster_environment.teardown()
+        """Release the devices and the environment after a run; the checkpoint IO finishes
+        its writes first (an asynchronous save in flight is waited for)."""
+        try:
+            self.checkpoint_io.teardown()
+        finally:
+            self.accelerator.teardown()
+            self.cluster_environment.teardown()
 
     # ------------------------------------------------------------------ model and optimizers
 

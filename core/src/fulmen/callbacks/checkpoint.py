@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import time
 import warnings
 from datetime import timedelta
@@ -18,7 +17,8 @@ from typing import Any, Literal
 
 import torch
 
-from fulmen import arguments
+from fulmen import arguments, storage
+from fulmen.api.async_checkpoint_io import AsyncCheckpointIO
 from fulmen.callbacks import monitor as mon
 from fulmen.callbacks.base import Callback
 from fulmen.callbacks.checkpoint_names import format_name
@@ -38,7 +38,9 @@ class ModelCheckpoint(Callback):
     ``save_on_train_epoch_end=True``), every ``every_n_train_steps`` optimizer steps, or every
     ``train_time_interval``; ``save_on_exception=True`` also saves when training fails.
     An existing file is never overwritten: ``-v1``, ``-v2``... are appended
-    (``enable_version_counter=False`` overwrites instead).
+    (``enable_version_counter=False`` overwrites instead). ``dirpath`` may be an fsspec URL
+    (``s3://bucket/run``). ``async_save=True`` writes in the background: training waits only
+    while the state is copied to CPU (see :class:`fulmen.api.AsyncCheckpointIO`).
     """
 
     monitors = True
@@ -56,12 +58,13 @@ class ModelCheckpoint(Callback):
                  auto_insert_metric_name: bool = True, every_n_train_steps: int | None = None,
                  train_time_interval: timedelta | None = None,
                  every_n_epochs: int | None = None, save_on_train_epoch_end: bool | None = None,
-                 enable_version_counter: bool = True) -> None:
+                 enable_version_counter: bool = True, async_save: bool = False) -> None:
         arguments.check_bool("ModelCheckpoint", {
             "verbose": verbose, "save_on_exception": save_on_exception, "save_weights_only":
             save_weights_only, "auto_insert_metric_name": auto_insert_metric_name,
             "save_on_train_epoch_end": save_on_train_epoch_end, "enable_version_counter":
-            enable_version_counter}, optional=("save_on_train_epoch_end",))
+            enable_version_counter, "async_save": async_save},
+            optional=("save_on_train_epoch_end",))
         arguments.check_path("ModelCheckpoint", "dirpath",  # "": the working directory
                              None if dirpath == "" else dirpath)
         for flag, text, what in (("monitor", monitor, "a logged metric's name"),
@@ -81,8 +84,10 @@ class ModelCheckpoint(Callback):
         self.auto_insert_metric_name = auto_insert_metric_name
         self.mode = mode
         self.filename = filename
-        self.dirpath: str | None = (os.path.realpath(os.path.expanduser(os.fspath(dirpath)))
-                                    if dirpath else None)
+        storage.check(dirpath, "ModelCheckpoint(dirpath=...)")
+        self.dirpath: str | None = storage.normalize(dirpath) if dirpath else None
+        self.async_save = async_save
+        self._async_io: AsyncCheckpointIO | None = None  # installed by this callback
         self._save_on_train_epoch_end = save_on_train_epoch_end
         self._enable_version_counter = enable_version_counter
         if every_n_train_steps is None and every_n_epochs is None and train_time_interval is None:
@@ -127,8 +132,25 @@ class ModelCheckpoint(Callback):
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
         self.dirpath = trainer.strategy.broadcast(self._resolve_dirpath(trainer))
         if trainer.is_global_zero and stage == "fit" and self.save_top_k != 0 and \
-                os.path.isdir(self.dirpath) and os.listdir(self.dirpath):
+                storage.listdir(self.dirpath):
             rank_zero_warn(f"Checkpoint directory {self.dirpath} exists and is not empty.")
+        if self.async_save and stage == "fit" and \
+                not isinstance(trainer.strategy.checkpoint_io, AsyncCheckpointIO):
+            self._async_io = AsyncCheckpointIO(trainer.strategy.checkpoint_io)
+            trainer.strategy.checkpoint_io = self._async_io
+
+    def teardown(self, trainer: Any, module: Any, stage: str) -> None:
+        """Wait for a save in flight (its failure is raised) and give the strategy back the
+        IO it had."""
+        if self._async_io is not None:
+            installed, self._async_io = self._async_io, None
+            trainer.strategy.checkpoint_io = installed.checkpoint_io
+            installed.teardown()
+
+    def on_train_batch_start(self, trainer: Any, module: Any, batch: Any,
+                             batch_idx: int) -> None:
+        if self._async_io is not None:
+            self._async_io.raise_failure()  # a background save that failed stops training
 
     def on_train_start(self, trainer: Any, module: Any) -> None:
         self._last_time_checked = time.monotonic()
@@ -237,7 +259,7 @@ class ModelCheckpoint(Callback):
         if ver is not None:
             name = self.CHECKPOINT_JOIN_CHAR.join((name, f"v{ver}"))
         name = f"{name}{self.FILE_EXTENSION}"
-        return os.path.join(self.dirpath, name) if self.dirpath else name
+        return storage.join(self.dirpath, name) if self.dirpath else name
 
     def check_monitor_top_k(self, trainer: Any, current: torch.Tensor | None = None) -> bool:
         """Whether ``current`` makes it into the top k."""
@@ -257,22 +279,22 @@ class ModelCheckpoint(Callback):
             if not self.dirpath:
                 raise ConfigurationError("ModelCheckpoint.to_yaml() needs a filepath: this "
                                          "callback has no dirpath yet (it is set at fit)")
-            filepath = os.path.join(self.dirpath, "best_k_models.yaml")
-        with open(filepath, "w") as handle:
+            filepath = storage.join(self.dirpath, "best_k_models.yaml")
+        with storage.open_file(filepath, "w") as handle:
             yaml.safe_dump({k: float(v) for k, v in self.best_k_models.items()}, handle)
 
     def file_exists(self, filepath: str | os.PathLike[str], trainer: Any) -> bool:
         """Whether ``filepath`` exists, as rank zero sees it (every rank gets its answer)."""
-        local = os.path.exists(filepath) if trainer.is_global_zero else False
+        local = storage.exists(filepath) if trainer.is_global_zero else False
         return trainer.strategy.reduce_boolean_decision(local, all=False)
 
     def find_last(self) -> str | None:
         """The last checkpoint: the one this callback wrote, else ``last.ckpt`` in dirpath."""
-        if self.last_model_path and os.path.exists(self.last_model_path):
+        if self.last_model_path and storage.exists(self.last_model_path):
             return self.last_model_path
         if self.dirpath:
-            path = os.path.join(self.dirpath, self.CHECKPOINT_NAME_LAST + self.FILE_EXTENSION)
-            if os.path.exists(path):
+            path = storage.join(self.dirpath, self.CHECKPOINT_NAME_LAST + self.FILE_EXTENSION)
+            if storage.exists(path):
                 return path
         return None
 
@@ -280,9 +302,7 @@ class ModelCheckpoint(Callback):
         """The "last" checkpoints (``last.ckpt``, ``last-v1.ckpt``...) in the directory."""
         folder = self._resolve_dirpath(trainer)
         pattern = re.compile(rf"^{re.escape(self.CHECKPOINT_NAME_LAST)}(-(\d+))?")
-        if not os.path.isdir(folder):
-            return set()
-        return {os.path.normpath(os.path.join(folder, name)) for name in os.listdir(folder)
+        return {storage.join(folder, name) for name in storage.listdir(folder)
                 if Path(name).suffix == self.FILE_EXTENSION and pattern.match(Path(name).stem)}
 
     # ------------------------------------------------------------------ decisions
@@ -291,7 +311,7 @@ class ModelCheckpoint(Callback):
         if self.dirpath:
             return self.dirpath
         base = trainer.log_dir if trainer.loggers else trainer.default_root_dir
-        return os.path.join(base, "checkpoints")
+        return storage.join(base, "checkpoints")
 
     def _should_skip_saving_checkpoint(self, trainer: Any) -> bool:
         return (bool(trainer.fast_dev_run) or trainer.state != "fit"
@@ -368,16 +388,14 @@ class ModelCheckpoint(Callback):
     @staticmethod
     def _link_checkpoint(trainer: Any, filepath: str, linkpath: str) -> None:
         """Point ``linkpath`` at ``filepath`` with a relative symbolic link (a copy where links
-        cannot be made), replacing whatever was there."""
+        cannot be made: object stores), replacing whatever was there. When saves run in the
+        background, once ``filepath`` is written."""
         if trainer.is_global_zero:
-            if os.path.islink(linkpath) or os.path.isfile(linkpath):
-                os.remove(linkpath)
-            elif os.path.isdir(linkpath):
-                shutil.rmtree(linkpath)
-            try:
-                os.symlink(os.path.relpath(filepath, os.path.dirname(linkpath)), linkpath)
-            except OSError:
-                shutil.copy(filepath, linkpath)
+            io = trainer.strategy.checkpoint_io
+            if isinstance(io, AsyncCheckpointIO):
+                io.after_pending(f"link of {linkpath!r}", _link, filepath, linkpath)
+            else:
+                _link(filepath, linkpath)
         trainer.strategy.barrier("ModelCheckpoint.link")
 
     def _versioned(self, trainer: Any, candidates: dict[str, torch.Tensor],
@@ -447,11 +465,23 @@ class ModelCheckpoint(Callback):
         outside ``dirpath``."""
         if previous == current:
             return False
-        path = Path(previous).absolute()
-        if trainer.ckpt_path is not None and path == Path(trainer.ckpt_path).absolute():
+        if trainer.ckpt_path is not None and storage.same(previous, trainer.ckpt_path):
             return False
         assert self.dirpath is not None
-        return Path(self.dirpath).absolute() in path.parents
+        return storage.inside(previous, self.dirpath)
+
+
+def _link(filepath: str, linkpath: str) -> None:
+    """Replace ``linkpath`` by a relative symbolic link to ``filepath``; on an object store (or
+    where links cannot be made) by a copy of it."""
+    storage.remove(linkpath)
+    if storage.is_url(linkpath):
+        storage.copy(filepath, linkpath)
+        return
+    try:
+        os.symlink(os.path.relpath(filepath, os.path.dirname(linkpath)), linkpath)
+    except OSError:
+        storage.copy(filepath, linkpath)
 
 
 def _validate(**given: Any) -> None:

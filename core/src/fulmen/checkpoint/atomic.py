@@ -41,14 +41,19 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def stale(name: str) -> bool:
+    """Whether ``name`` is a temporary that a process of this host left when it died."""
+    match = _PATTERN.match(name)
+    return match is not None and match["host"] == _HOST and not _alive(int(match["pid"]))
+
+
 def sweep(folder: Path) -> list[Path]:
     """Remove the temporary files (or folders) in ``folder`` that a process on this host left
     when it died mid-save; returns what was removed."""
     removed = []
     with contextlib.suppress(OSError):
         for entry in folder.iterdir():
-            match = _PATTERN.match(entry.name)
-            if not match or match["host"] != _HOST or _alive(int(match["pid"])):
+            if not stale(entry.name):
                 continue
             with contextlib.suppress(OSError):
                 if entry.is_dir() and not entry.is_symlink():

@@ -7,42 +7,14 @@ allows; elsewhere it is a copy committed last). A failed save removes its tempor
 
 from __future__ import annotations
 
+import contextlib
 import io
 from typing import Any
 
 from fulmen.errors import ConfigurationError
+from fulmen.storage import filesystem, is_url, local
 
-
-def is_url(path: Any) -> bool:
-    """A URL with a scheme other than ``file://`` (those are local paths)."""
-    return isinstance(path, str) and "://" in path and not path.startswith("file://")
-
-
-def local(path: Any) -> Any:
-    """``file://x`` as the local path ``x``; anything else unchanged."""
-    return path[len("file://"):] if isinstance(path, str) and path.startswith("file://") \
-        else path
-
-
-def filesystem(url: str, storage_options: dict[str, Any] | None = None) -> tuple[Any, str]:
-    """The fsspec filesystem for ``url`` and the path inside it, with errors that say which
-    package a scheme needs."""
-    scheme = url.split("://", 1)[0]
-    try:
-        import fsspec
-    except ImportError as exc:
-        raise ConfigurationError(f"checkpoint path {url!r} is a URL; URLs need fsspec: pip "
-                                 "install fsspec") from exc
-    try:
-        fs, inner = fsspec.core.url_to_fs(url, **(storage_options or {}))
-    except ImportError as exc:
-        raise ConfigurationError(f"checkpoint path {url!r}: the {scheme}:// scheme needs a "
-                                 f"package that is not installed ({exc})") from exc
-    except ValueError as exc:
-        known = ", ".join(sorted(fsspec.available_protocols())[:30])
-        raise ConfigurationError(f"checkpoint path {url!r} has a scheme fsspec does not know "
-                                 f"({scheme!r}); known schemes: {known}") from exc
-    return fs, inner
+__all__ = ["filesystem", "is_url", "load", "local", "remove", "save"]
 
 
 def save(checkpoint: dict[str, Any], url: str,
@@ -51,8 +23,9 @@ def save(checkpoint: dict[str, Any], url: str,
 
     from fulmen.checkpoint.atomic import temporary_name
 
-    fs, target = filesystem(url, storage_options)
+    fs, target = filesystem(url, storage_options, what="checkpoint path")
     parent, _, name = target.rpartition("/")
+    sweep(fs, parent)
     tmp = f"{parent}/{temporary_name(name)}" if parent else temporary_name(name)
     try:
         with fs.open(tmp, "wb") as handle:
@@ -64,6 +37,21 @@ def save(checkpoint: dict[str, Any], url: str,
         raise
 
 
+def sweep(fs: Any, folder: str) -> None:
+    """Remove the temporary objects in ``folder`` left by processes of this host that died
+    mid-save (as :func:`fulmen.checkpoint.atomic.sweep` does for local folders)."""
+    from fulmen.checkpoint.atomic import stale
+
+    try:
+        entries = fs.ls(folder, detail=False) if fs.isdir(folder) else []
+    except (OSError, FileNotFoundError):
+        return
+    for entry in entries:
+        if stale(entry.rstrip("/").rpartition("/")[2]):
+            with contextlib.suppress(OSError, FileNotFoundError):
+                fs.rm(entry, recursive=True)
+
+
 def load(url: str, map_location: Any = None, weights_only: bool = True) -> Any:
     """The checkpoint at ``url``, read whole and loaded like a local file."""
     import pickle
@@ -73,7 +61,7 @@ def load(url: str, map_location: Any = None, weights_only: bool = True) -> Any:
     from fulmen.api.checkpoint_io import TRUST_HINT
     from fulmen.checkpoint import safety
 
-    fs, path = filesystem(url)
+    fs, path = filesystem(url, what="checkpoint")
     if not fs.exists(path):
         raise ConfigurationError(f"checkpoint {url!r} does not exist")
     with fs.open(path, "rb") as handle:

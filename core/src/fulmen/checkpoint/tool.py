@@ -7,11 +7,13 @@ checkpoint could not be read.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from fulmen import storage
 from fulmen.errors import FulmenError
 
 PROGRESS_KEYS = ("epoch", "global_step", "loops")
@@ -187,7 +189,12 @@ def main(argv: Sequence[str]) -> int:
     compare.add_argument("--json", action="store_true", help="machine-readable output")
     args = parser.parse_args(list(argv))
     try:
-        return _run(args)
+        with contextlib.ExitStack() as stack:  # URLs (s3://...) are read from a local copy
+            for name in ("path", "a", "b"):
+                given = vars(args).get(name)
+                if given is not None:
+                    vars(args)[name] = stack.enter_context(storage.local_copy(given))
+            return _run(args)
     except FulmenError as exc:
         print(f"fulmen checkpoint: error: {exc}", file=sys.stderr)
         return 2

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from fulmen.errors import ConfigurationError
@@ -26,7 +25,7 @@ def tensorboard_available() -> bool:
     return importlib.util.find_spec("tensorboard") is not None
 
 
-def resolve_loggers(logger: Any, root: Path) -> list[Logger]:
+def resolve_loggers(logger: Any, root: str) -> list[Logger]:
     """``True``: TensorBoard when installed, else CSV; ``False``/``None``: none; or loggers."""
     if logger is True:
         if tensorboard_available():

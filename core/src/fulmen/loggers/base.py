@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import re
 from abc import ABC, abstractmethod
-from pathlib import Path
 from typing import Any
+
+from fulmen import storage
 
 
 class Logger(ABC):
@@ -65,12 +66,11 @@ class VersionedLogger(Logger):
         self._dir.set_version(version)
 
 
-def next_version(root: Path) -> int:
-    """The first unused ``version_N`` under ``root``."""
-    if not root.is_dir():
-        return 0
-    taken = [int(m.group(1)) for p in root.iterdir()
-             if p.is_dir() and (m := re.fullmatch(r"version_(\d+)", p.name))]
+def next_version(root: str) -> int:
+    """The first unused ``version_N`` under ``root`` (a folder or a URL)."""
+    taken = [int(m.group(1)) for name in storage.listdir(root)
+             if (m := re.fullmatch(r"version_(\d+)", name))
+             and storage.isdir(storage.join(root, name))]
     return max(taken) + 1 if taken else 0
 
 
@@ -80,15 +80,16 @@ class VersionedDir:
 
     def __init__(self, root: str | os.PathLike[str], name: str | None,
                  version: int | str | None) -> None:
-        self._root, self._name, self._version = Path(root), name, version
+        storage.check(root, "logger save_dir")
+        self._root, self._name, self._version = os.fspath(root), name, version
 
     @property
     def name(self) -> str:
         return self._name or ""
 
     @property
-    def root_dir(self) -> Path:
-        return self._root / self._name if self._name else self._root
+    def root_dir(self) -> str:
+        return storage.join(self._root, self._name) if self._name else self._root
 
     def set_version(self, version: int | str | None) -> None:
         if version is not None:
@@ -104,4 +105,4 @@ class VersionedDir:
     def log_dir(self) -> str:
         version = self.version
         label = version if isinstance(version, str) else f"version_{version}"
-        return str(self.root_dir / label)
+        return storage.join(self.root_dir, str(label))

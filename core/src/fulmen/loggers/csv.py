@@ -5,15 +5,17 @@ from __future__ import annotations
 import csv
 import io
 import os
-from pathlib import Path
 from typing import Any
 
+from fulmen import storage
 from fulmen.loggers.base import VersionedDir, VersionedLogger
 
 
 class CSVLogger(VersionedLogger):
     """Writes ``<save_dir>/<name>/version_<N>/metrics.csv`` (one row per step, a column per
-    metric; the header grows when new metrics appear) and ``hparams.yaml``. No dependencies."""
+    metric; the header grows when new metrics appear) and ``hparams.yaml``. No dependencies.
+    ``save_dir`` may be an fsspec URL: there ``metrics.csv`` is rewritten whole at each flush
+    (object stores cannot append)."""
 
     def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str = "fulmen_logs",
                  version: int | str | None = None, flush_logs_every_n_steps: int = 100) -> None:
@@ -25,7 +27,7 @@ class CSVLogger(VersionedLogger):
 
     @property
     def metrics_file_path(self) -> str:
-        return os.path.join(self.log_dir, "metrics.csv")
+        return storage.join(self.log_dir, "metrics.csv")
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         row = {"step": step, **metrics}
@@ -40,31 +42,30 @@ class CSVLogger(VersionedLogger):
         import yaml
 
         self.hparams.update(params)
-        Path(self.log_dir).mkdir(parents=True, exist_ok=True)
-        with open(os.path.join(self.log_dir, "hparams.yaml"), "w") as handle:
+        with storage.open_file(storage.join(self.log_dir, "hparams.yaml"), "w") as handle:
             yaml.safe_dump(_plain(self.hparams), handle, sort_keys=True)
 
     def save(self) -> None:
         if not self._rows:
             return
-        Path(self.log_dir).mkdir(parents=True, exist_ok=True)
         new = [k for row in self._rows for k in row if k not in self._columns]
         for key in new:
             if key not in self._columns:
                 self._columns.append(key)
         path = self.metrics_file_path
-        if new and os.path.exists(path):  # rewrite with the wider header
-            with open(path, newline="") as handle:
+        exists = storage.exists(path)
+        if exists and (new or storage.is_url(path)):  # a wider header, or a store: rewrite
+            with storage.open_file(path, "r", newline="") as handle:
                 old = list(csv.DictReader(handle))
             rows, mode = old + self._rows, "w"
         else:
-            rows, mode = self._rows, "a" if os.path.exists(path) else "w"
+            rows, mode = self._rows, "a" if exists else "w"
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=self._columns, lineterminator="\n")
         if mode == "w":
             writer.writeheader()
         writer.writerows(rows)
-        with open(path, mode, newline="") as handle:
+        with storage.open_file(path, mode, newline="") as handle:
             handle.write(buffer.getvalue())
         self._rows = []
 

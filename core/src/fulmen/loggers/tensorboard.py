@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from fulmen import storage
 from fulmen.loggers.base import VersionedDir, VersionedLogger
 from fulmen.loggers.csv import _plain
 
@@ -26,7 +27,7 @@ class TensorBoardLogger(VersionedLogger):
         if self._writer is None:
             from torch.utils.tensorboard import SummaryWriter
 
-            os.makedirs(self.log_dir, exist_ok=True)
+            storage.makedirs(self.log_dir)
             self._writer = SummaryWriter(log_dir=self.log_dir, **self._writer_kwargs)
         return self._writer
 
@@ -44,8 +45,7 @@ class TensorBoardLogger(VersionedLogger):
         import yaml
 
         self.hparams.update(params)
-        os.makedirs(self.log_dir, exist_ok=True)
-        with open(os.path.join(self.log_dir, "hparams.yaml"), "w") as handle:
+        with storage.open_file(storage.join(self.log_dir, "hparams.yaml"), "w") as handle:
             yaml.safe_dump(_plain(self.hparams), handle, sort_keys=True)
         plain = {k: v if isinstance(v, int | float | str | bool) else repr(v)
                  for k, v in self.hparams.items()}

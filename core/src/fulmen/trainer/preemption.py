@@ -7,10 +7,10 @@ import re
 import signal
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from fulmen import storage
 from fulmen.errors import ConfigurationError, FulmenError
 from fulmen.status import configure_logging
 
@@ -106,7 +106,7 @@ class Preemption:
         the run."""
         trainer = self.trainer
         path = trainer.strategy.broadcast(
-            str(next_hpc_path(Path(trainer.default_root_dir))) if trainer.is_global_zero
+            next_hpc_path(trainer.default_root_dir) if trainer.is_global_zero
             else None)
         trainer.save_checkpoint(path)
         name = signal.Signals(self.signum).name if self.signum else "a signal"
@@ -124,15 +124,13 @@ class Preemption:
         return Preempted(action, self.signum, path)
 
 
-def hpc_checkpoints(root: Path) -> list[tuple[int, Path]]:
-    """Preemption checkpoints in ``root`` (``hpc_ckpt_<n>.ckpt``) with their numbers, oldest
-    first."""
-    if not root.is_dir():
-        return []
-    return sorted((int(m.group(1)), p) for p in root.iterdir()
-                  if (m := HPC_CHECKPOINT.match(p.name)))
+def hpc_checkpoints(root: str) -> list[tuple[int, str]]:
+    """Preemption checkpoints in ``root`` (``hpc_ckpt_<n>.ckpt``; a folder or a URL) with their
+    numbers, oldest first."""
+    return sorted((int(m.group(1)), storage.join(root, name)) for name in storage.listdir(root)
+                  if (m := HPC_CHECKPOINT.match(name)))
 
 
-def next_hpc_path(root: Path) -> Path:
+def next_hpc_path(root: str) -> str:
     existing = hpc_checkpoints(root)
-    return root / f"hpc_ckpt_{existing[-1][0] + 1 if existing else 1}.ckpt"
+    return storage.join(root, f"hpc_ckpt_{existing[-1][0] + 1 if existing else 1}.ckpt")

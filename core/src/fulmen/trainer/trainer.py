@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from fulmen import arguments, compiling, profilers
+from fulmen import arguments, compiling, profilers, storage
 from fulmen.api import RunConfig
 from fulmen.callbacks.base import Callback
 from fulmen.connector import SelectionReport, select
@@ -242,7 +242,7 @@ class Trainer(SelectionReport):
         self.log_every_n_steps = log_every_n_steps
         self.sync_batchnorm = sync_batchnorm
         self.enable_checkpointing = enable_checkpointing
-        self._default_root_dir = Path(default_root_dir or os.getcwd())
+        self._default_root_dir = _root_dir(default_root_dir)
         self._configure_determinism()
 
         from fulmen.loggers import resolve_loggers
@@ -922,14 +922,17 @@ class Trainer(SelectionReport):
         """The most recently written checkpoint: a preemption checkpoint in default_root_dir or
         one of ModelCheckpoint's (``last.ckpt`` or any other in its dirpath)."""
         candidates = [p for _, p in hpc_checkpoints(self._default_root_dir)]
-        cb = self.checkpoint_callback
+        cb, last = self.checkpoint_callback, None
         if cb is not None:
             last = cb.find_last()
-            candidates += [Path(last)] if last else []
-            if cb.dirpath and Path(cb.dirpath).is_dir():
-                candidates += list(Path(cb.dirpath).glob(f"*{cb.FILE_EXTENSION}"))
-        existing = [p for p in candidates if p.exists()]
-        return str(max(existing, key=lambda p: p.stat().st_mtime_ns)) if existing else None
+            candidates += [last] if last else []
+            if cb.dirpath:
+                candidates += [storage.join(cb.dirpath, name)
+                               for name in storage.listdir(cb.dirpath)
+                               if name.endswith(cb.FILE_EXTENSION)]
+        existing = [p for p in candidates if storage.exists(p)]
+        # on a tie (object stores count whole seconds) the "last" file wins
+        return max(existing, key=lambda p: (storage.mtime(p), p == last)) if existing else None
 
     def _load_for(self, stage: str, ckpt_path: Any, weights_only: bool) -> dict[str, Any] | None:
         path = self.ckpt_path = self._resolve_ckpt_path(ckpt_path)
@@ -976,6 +979,17 @@ _INSTEAD = {
                                          "on_train_epoch_start",
     "model_registry": "trainer.save_checkpoint(path) and upload the file",
 }
+
+
+def _root_dir(given: str | os.PathLike[str] | None) -> str:
+    """``default_root_dir`` as kept: the working directory when not given, a URL without its
+    trailing ``/``, a local path as given (``~`` expanded)."""
+    if given is None or given == "":
+        return os.getcwd()
+    storage.check(given, "Trainer(default_root_dir=...)")
+    given = storage.local(os.fspath(given))
+    return str(given).rstrip("/") if storage.is_url(given) else \
+        os.path.normpath(os.path.expanduser(given))
 
 
 def _refuse_unsupported(**given: Any) -> None:

@@ -1,6 +1,7 @@
 """Trains with ModelCheckpoint saving every step; from the third save on, the checkpoint holds
 an object whose pickling announces itself (``<out>/saving``) and then hangs, so the test can
-SIGKILL this process while ``torch.save`` is writing."""
+SIGKILL this process while ``torch.save`` is writing (in the background with
+``--async-save``)."""
 
 from __future__ import annotations
 
@@ -39,10 +40,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("--dirpath", required=True)
+    parser.add_argument("--async-save", action="store_true")
     args = parser.parse_args()
     trainer = fulmen.Trainer(**{**lean(max_epochs=1), "enable_checkpointing": True},
                              callbacks=[ModelCheckpoint(dirpath=args.dirpath, save_top_k=-1,
-                                                        every_n_train_steps=1)])
+                                                        every_n_train_steps=1,
+                                                        async_save=args.async_save)])
     trainer.fit(Model(str(Path(args.out) / "saving")), loader(64))
 
 
