@@ -21,9 +21,9 @@ def run_script(tmp_path: Path) -> Any:
     return script_runner(tmp_path, SCRIPTS, 240, drop=("OMP_NUM_THREADS",))
 
 
-def same_weights(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def same_weights(a: dict[str, Any], b: dict[str, Any], atol: float = 1e-5) -> bool:
     return a.keys() == b.keys() and all(
-        torch.allclose(torch.tensor(a[k]), torch.tensor(b[k]), atol=1e-5) for k in a)
+        torch.allclose(torch.tensor(a[k]), torch.tensor(b[k]), atol=atol) for k in a)
 
 
 @pytest.mark.timeout(300)
@@ -67,6 +67,24 @@ def test_activation_checkpointing_with_tensor_parallel_keeps_the_result(run_scri
     assert same_weights(run.json("rank1")["weights"], reference.json("rank0")["weights"])
     assert reference.json("rank0")["w1_forward_calls"] == 8  # 2 epochs x 4 batches
     assert run.json("rank1")["w1_forward_calls"] == 16  # recomputed in every backward
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize(("precision", "dtype"), [("bf16-true", "torch.bfloat16"),
+                                                  ("bf16-mixed", "torch.float32")])
+def test_bf16_with_tensor_parallel_and_sharding(run_script, precision, dtype):
+    """2x2 mesh with FSDP2's MixedPrecisionPolicy from the precision (strategy.
+    mixed_precision_policy()): bf16-true keeps bfloat16 parameters, bf16-mixed float32 ones
+    computed in bfloat16; both track a one-process run of the same precision (bf16 tolerance)."""
+    reference = run_script("model_parallel_lite.py", "--devices", "1", "--precision", precision)
+    assert reference.returncode == 0, reference.stderr
+    run = run_script("model_parallel_lite.py", "--devices", "4", "--dp", "2", "--tp", "2",
+                     "--precision", precision, env={"OMP_NUM_THREADS": "1"})
+    assert run.returncode == 0, run.stderr
+    want, got = reference.json("rank0"), run.json("rank0")
+    assert got["param_dtypes"] == want["param_dtypes"] == [dtype]
+    assert got["losses"][-1] < got["losses"][0]
+    assert same_weights(got["weights"], want["weights"], atol=0.05)
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [

@@ -46,7 +46,8 @@ class ModelParallelStrategy(FSDPStrategy):
                  process_group_backend: str | None = None,
                  timeout: float | timedelta | None = None) -> None:
         super().__init__(state_dict_type="sharded" if save_distributed_checkpoint else "full",
-                         process_group_backend=process_group_backend, timeout=timeout)
+                         process_group_backend=process_group_backend, timeout=timeout,
+                         activation_checkpointing_policy=activation_checkpointing_policy)
         for name, value in (("data_parallel_size", data_parallel_size),
                             ("tensor_parallel_size", tensor_parallel_size)):
             if value != "auto" and (isinstance(value, bool) or not isinstance(value, int)
@@ -54,9 +55,6 @@ class ModelParallelStrategy(FSDPStrategy):
                 raise ConfigurationError(f"ModelParallelStrategy({name}={value!r}): give an "
                                          "int >= 1 or 'auto'")
         self.parallelize_fn = parallelize_fn
-        self.activation_checkpointing_policy = activation_checkpointing_policy
-        self._checkpointed = ac.check_policy("ModelParallelStrategy",
-                                             activation_checkpointing_policy)
         self.data_parallel_size = data_parallel_size
         self.tensor_parallel_size = tensor_parallel_size
         self.save_distributed_checkpoint = save_distributed_checkpoint
@@ -111,7 +109,8 @@ class ModelParallelStrategy(FSDPStrategy):
     # ------------------------------------------------------------------ the model
 
     def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
-        ac.apply(module, self._checkpointed)  # keeps names: parallelize_module still finds them
+        # keeps names: parallelize_module still finds them
+        ac.apply(module, self._checkpointed, "ModelParallelStrategy")
         if self.parallelize_fn is not None and not _is_parallelized(module):
             module = self.parallelize_fn(module, self.device_mesh)
             if not isinstance(module, torch.nn.Module):
