@@ -128,3 +128,35 @@ def test_the_trainer_path_configure_model_on_the_meta_device(run_script):
         assert len(got["losses"]) == 8 and got["losses"][-1] < got["losses"][0]
     assert same_weights(ranks[0]["weights"], ranks[1]["weights"])
     assert ranks[0]["losses"] == ranks[1]["losses"]  # one model, split across the ranks
+
+
+def test_meta_init_names_the_module_without_reset_parameters():
+    """A module that holds meta tensors and has no reset_parameters (nor an ancestor with one)
+    would keep uninitialised memory: refused before allocating, naming it."""
+    from fulmen_strategies import ModelParallelStrategy
+
+    class Scale(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.gain = torch.nn.Parameter(torch.ones(4))
+
+    with torch.device("meta"):
+        model = torch.nn.Sequential(torch.nn.Linear(4, 4), Scale())
+    lite = fulmen.Lite(accelerator="cpu", devices=1, strategy=ModelParallelStrategy())
+    with pytest.raises(ConfigurationError, match=r"1 \(Scale\) has no reset_parameters\(\)"):
+        lite.strategy.wrap_module(model)
+    with torch.device("meta"):
+        fine = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4))
+    assert not any(p.is_meta for p in lite.strategy.wrap_module(fine).parameters())
+
+
+def test_a_tp_plan_naming_a_missing_module_lists_the_modules():
+    from torch.distributed.tensor.parallel import ColwiseParallel
+
+    from fulmen_strategies import check_tp_plan
+
+    model = torch.nn.Sequential()
+    model.add_module("w1", torch.nn.Linear(2, 2))
+    with pytest.raises(ConfigurationError, match=r"'w3' names no submodule .* modules are: w1"):
+        check_tp_plan(model, {"w1": ColwiseParallel(), "w3": ColwiseParallel()})
+    check_tp_plan(model, {"w*": ColwiseParallel()})  # torch's fnmatch patterns are understood

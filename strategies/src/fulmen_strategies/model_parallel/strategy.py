@@ -159,10 +159,31 @@ def _is_parallelized(module: torch.nn.Module) -> bool:
 
 
 def _materialize(module: torch.nn.Module, device: torch.device) -> None:
-    """Allocate the local shards of meta-device parameters and initialise them."""
+    """Allocate the local shards of meta-device parameters and initialise them with each
+    module's ``reset_parameters``. A module holding meta tensors of its own that neither it nor
+    an ancestor can initialise is refused before anything is allocated: its values would be
+    whatever the memory held."""
     if not any(p.is_meta for p in module.parameters()) and not any(
             b.is_meta for b in module.buffers()):
         return
+    initialisable: set[str] = set()
+    missing = []
+    for name, child in module.named_modules():
+        parent = name.rpartition(".")[0] if name else None
+        if callable(getattr(child, "reset_parameters", None)) or (
+                parent is not None and parent in initialisable):
+            initialisable.add(name)
+            continue
+        own = [*child.parameters(recurse=False), *child.buffers(recurse=False)]
+        if any(t.is_meta for t in own):
+            missing.append(f"{name or '(the root)'} ({type(child).__name__})")
+    if missing:
+        raise ConfigurationError(
+            "ModelParallelStrategy: the model was built on the meta device, but "
+            f"{', '.join(missing)} {'have' if len(missing) > 1 else 'has'} no reset_parameters() "
+            "to initialise its tensors once each rank has allocated its shard. Add "
+            "reset_parameters() to that module (or to a module containing it), or build the "
+            "model outside the meta device")
     module.to_empty(device=device)
     with torch.no_grad():
         for child in module.modules():
