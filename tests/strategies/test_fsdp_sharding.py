@@ -34,7 +34,7 @@ def test_torch_sharding_strategy_members_are_accepted():
 
 
 def test_unknown_or_contradicting_settings_are_refused():
-    with pytest.raises(ConfigurationError, match="sharding_strategy='HYBRID'.*'HYBRID_SHARD'"):
+    with pytest.raises(ConfigurationError, match=r"sharding_strategy='HYBRID'.*'HYBRID_SHARD'"):
         fsdp(sharding_strategy="HYBRID")
     with pytest.raises(ConfigurationError, match="'SHARD_GRAD_OP' means "
                                                  "reshard_after_forward=False; give one"):

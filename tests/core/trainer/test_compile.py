@@ -95,7 +95,7 @@ def test_inductor_without_a_cpp_compiler_is_refused_before_training(tmp_path, mo
     the CPU: the Trainer says which backend needs what, and suggests compile=False."""
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("CXX", raising=False)
-    with pytest.raises(ConfigurationError, match="backend 'inductor' needs a C\\+\\+ compiler") as e:
+    with pytest.raises(ConfigurationError, match=r"backend 'inductor' needs a C\+\+ compiler") as e:
         fulmen.Trainer(accelerator="cpu", compile=compile_value, logger=False)
     assert "compile=False" in str(e.value) and "aot_eager" in str(e.value)
     fulmen.Trainer(accelerator="cpu", compile=FAST, logger=False)  # needs no compiler
