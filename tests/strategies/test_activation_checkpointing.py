@@ -68,6 +68,7 @@ def test_fsdp_and_ddp_take_the_policy(strategy):
     cls = {"fsdp": FSDPStrategy, "ddp": DDPStrategy}[strategy]
     lite = fulmen.Lite(accelerator="cpu", devices=1,
                        strategy=cls(activation_checkpointing_policy={Block}))
+    lite.launch()
     net = lite.setup_module(model())
     grads_of = [p for p in net.parameters()]
     net(torch.randn(2, 16)).sum().backward()

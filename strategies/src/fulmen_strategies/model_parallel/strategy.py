@@ -38,6 +38,8 @@ _OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp
 
 
 class ModelParallelStrategy(FSDPStrategy):
+    name = "model_parallel"
+
     def __init__(self, parallelize_fn: Callable[[torch.nn.Module, Any], torch.nn.Module] |
                  None = None, data_parallel_size: int | str = "auto",
                  tensor_parallel_size: int | str = "auto",
