@@ -61,16 +61,15 @@ def test_a_policy_that_matches_nothing_warns_with_the_model_classes():
 
 @pytest.mark.parametrize("strategy", ["fsdp", "ddp"])
 def test_fsdp_and_ddp_take_the_policy(strategy):
-    """On one process the strategies do not wrap, but the policy is applied on set-up."""
+    """On one process the strategies do not wrap, but the policy is applied on set-up (no
+    process is launched here: launching would leave rank variables in this test process)."""
     import fulmen
     from fulmen_strategies import DDPStrategy, FSDPStrategy
 
     cls = {"fsdp": FSDPStrategy, "ddp": DDPStrategy}[strategy]
-    lite = fulmen.Lite(accelerator="cpu", devices=1,
-                       strategy=cls(activation_checkpointing_policy={Block}))
-    lite.launch()
-    net = lite.setup_module(model())
-    grads_of = [p for p in net.parameters()]
+    strategy = cls(activation_checkpointing_policy={Block})
+    fulmen.Lite(accelerator="cpu", devices=1, strategy=strategy)  # attaches, starts nothing
+    net = strategy.wrap_module(model())  # what set-up does (one process: no wrapper)
     net(torch.randn(2, 16)).sum().backward()
-    assert all(p.grad is not None for p in grads_of)
-    assert [b.calls for b in net.module[:2]] == [2, 2]
+    assert all(p.grad is not None for p in net.parameters())
+    assert [b.calls for b in net[:2]] == [2, 2]
