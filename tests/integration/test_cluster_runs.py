@@ -178,3 +178,24 @@ def test_two_nodes_on_loopback(tmp_path, how):
     assert sorted(i for r in ranks for i in r["seen"]) == list(range(32))
     expected = "two_node_cluster" if how == "custom-env" else "local"
     assert {r["environment"] for r in ranks} == {expected}
+
+
+def test_hybrid_sharding_on_two_nodes_trains_like_one_process(tmp_path):
+    """HSDP (fsdp, sharding_strategy="HYBRID_SHARD") on 2 "nodes" x 2 processes: a (2, 2) mesh,
+    parameters sharded within a node and replicated across nodes; every rank ends with the
+    weights of one process that trains on the same global batches (4 ranks x 4 = 16)."""
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    one = start(reference, ["--devices", "1", "--epochs", "2", "--batch-size", "16"], base_env())
+    port = free_port()
+    nodes = [start(tmp_path, ["--num-nodes", "2", "--epochs", "2", "--sharding", "HYBRID_SHARD"],
+                   base_env(NODE_RANK=str(node), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)))
+             for node in (0, 1)]
+    results = finish([one, *nodes])
+    assert all(code == 0 for code, _ in results), results
+    want = rank_json(reference, 0)
+    ranks = [rank_json(tmp_path, r) for r in range(4)]
+    assert all(r["mesh"] == [2, 2] for r in ranks)
+    assert sorted(i for r in ranks for i in r["seen"]) == sorted(list(range(32)) * 2)
+    for got in ranks:
+        assert close(got, want)

@@ -21,9 +21,9 @@ def run_script(tmp_path: Path) -> Any:
     return script_runner(tmp_path, SCRIPTS, 240, drop=("OMP_NUM_THREADS",))
 
 
-def same_weights(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def same_weights(a: dict[str, Any], b: dict[str, Any], atol: float = 1e-5) -> bool:
     return a.keys() == b.keys() and all(
-        torch.allclose(torch.tensor(a[k]), torch.tensor(b[k]), atol=1e-5) for k in a)
+        torch.allclose(torch.tensor(a[k]), torch.tensor(b[k]), atol=atol) for k in a)
 
 
 @pytest.mark.timeout(300)
@@ -69,6 +69,24 @@ def test_activation_checkpointing_with_tensor_parallel_keeps_the_result(run_scri
     assert run.json("rank1")["w1_forward_calls"] == 16  # recomputed in every backward
 
 
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize(("precision", "dtype"), [("bf16-true", "torch.bfloat16"),
+                                                  ("bf16-mixed", "torch.float32")])
+def test_bf16_with_tensor_parallel_and_sharding(run_script, precision, dtype):
+    """2x2 mesh with FSDP2's MixedPrecisionPolicy from the precision (strategy.
+    mixed_precision_policy()): bf16-true keeps bfloat16 parameters, bf16-mixed float32 ones
+    computed in bfloat16; both track a one-process run of the same precision (bf16 tolerance)."""
+    reference = run_script("model_parallel_lite.py", "--devices", "1", "--precision", precision)
+    assert reference.returncode == 0, reference.stderr
+    run = run_script("model_parallel_lite.py", "--devices", "4", "--dp", "2", "--tp", "2",
+                     "--precision", precision, env={"OMP_NUM_THREADS": "1"})
+    assert run.returncode == 0, run.stderr
+    want, got = reference.json("rank0"), run.json("rank0")
+    assert got["param_dtypes"] == want["param_dtypes"] == [dtype]
+    assert got["losses"][-1] < got["losses"][0]
+    assert same_weights(got["weights"], want["weights"], atol=0.05)
+
+
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"data_parallel_size": 0}, "data_parallel_size=0): give an int >= 1 or 'auto'"),
     ({"tensor_parallel_size": "two"}, "tensor_parallel_size='two'): give an int"),
@@ -110,3 +128,35 @@ def test_the_trainer_path_configure_model_on_the_meta_device(run_script):
         assert len(got["losses"]) == 8 and got["losses"][-1] < got["losses"][0]
     assert same_weights(ranks[0]["weights"], ranks[1]["weights"])
     assert ranks[0]["losses"] == ranks[1]["losses"]  # one model, split across the ranks
+
+
+def test_meta_init_names_the_module_without_reset_parameters():
+    """A module that holds meta tensors and has no reset_parameters (nor an ancestor with one)
+    would keep uninitialised memory: refused before allocating, naming it."""
+    from fulmen_strategies import ModelParallelStrategy
+
+    class Scale(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.gain = torch.nn.Parameter(torch.ones(4))
+
+    with torch.device("meta"):
+        model = torch.nn.Sequential(torch.nn.Linear(4, 4), Scale())
+    lite = fulmen.Lite(accelerator="cpu", devices=1, strategy=ModelParallelStrategy())
+    with pytest.raises(ConfigurationError, match=r"1 \(Scale\) has no reset_parameters\(\)"):
+        lite.strategy.wrap_module(model)
+    with torch.device("meta"):
+        fine = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4))
+    assert not any(p.is_meta for p in lite.strategy.wrap_module(fine).parameters())
+
+
+def test_a_tp_plan_naming_a_missing_module_lists_the_modules():
+    from torch.distributed.tensor.parallel import ColwiseParallel
+
+    from fulmen_strategies import check_tp_plan
+
+    model = torch.nn.Sequential()
+    model.add_module("w1", torch.nn.Linear(2, 2))
+    with pytest.raises(ConfigurationError, match=r"'w3' names no submodule .* modules are: w1"):
+        check_tp_plan(model, {"w1": ColwiseParallel(), "w3": ColwiseParallel()})
+    check_tp_plan(model, {"w*": ColwiseParallel()})  # torch's fnmatch patterns are understood

@@ -38,7 +38,11 @@ class Catalog:
         self._index: dict[str, dict[str, Entry]] = {k: {} for k in KINDS}
         clashes: list[str] = []
         for kind, pairs in records.items():
+            pairs = list(pairs)
+            dedicated = {n for _, r in pairs if not r.fallback for n in r.names}
             for info, record in pairs:
+                if record.fallback and dedicated.intersection(record.names):
+                    continue  # a dedicated plugin registers this name: the fallback gives way
                 entry = Entry(record, info)
                 for name in record.names:
                     other = self._index[kind].get(name)

@@ -9,7 +9,10 @@ is unwrapped and compiled the same way after set-up.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
+import os
+import shutil
 import sys
 import time
 from typing import Any
@@ -39,6 +42,29 @@ def options(owner: str, value: Any) -> dict[str, Any] | None:
         return dict(value)
     raise ConfigurationError(f"{owner}(compile={value!r}): use True, False, or a dict of "
                              "torch.compile keyword arguments such as {'mode': 'max-autotune'}")
+
+
+_CXX = ("g++", "c++", "clang++")
+
+
+def check_backend(owner: str, settings: dict[str, Any] | None, device_type: str) -> None:
+    """Refuse, before any process starts, a ``torch.compile`` backend that cannot work here:
+    ``"inductor"`` (the default) needs a C++ compiler for the CPU and triton for GPUs."""
+    if settings is None:
+        return
+    backend = settings.get("backend", "inductor")
+    if backend != "inductor":
+        return
+    if device_type == "cpu" and not (os.environ.get("CXX") or any(map(shutil.which, _CXX))):
+        missing = f"a C++ compiler (none of $CXX, {', '.join(_CXX)} was found on PATH)"
+    elif device_type == "cuda" and importlib.util.find_spec("triton") is None:
+        missing = "triton (not installed)"
+    else:
+        return
+    raise ConfigurationError(
+        f"{owner}(compile={settings or True!r}): torch.compile's default backend 'inductor' "
+        f"needs {missing} on {device_type!r} devices. Install it, choose a backend that needs "
+        "none (compile={'backend': 'aot_eager'}), or train without compiling: compile=False")
 
 
 def unwrap(model: Any) -> tuple[Any, dict[str, Any] | None]:

@@ -265,6 +265,7 @@ class Lite(SelectionReport):
         settings = compiling.options("Lite.setup", compile)
         module, recompile = compiling.unwrap(module)
         settings = recompile if settings is None else settings
+        compiling.check_backend("Lite.setup", settings, self.strategy.root_device.type)
         if isinstance(module, LiteModule) and module.strategy is not self.strategy:
             raise ConfigurationError(f"lite.setup_module: this {type(module.module).__name__} "
                                      "was set up by another Lite; set the plain module up with "

@@ -67,6 +67,9 @@ class Spec:
         listing checks them without importing anything, and selecting the name while one is
         missing is an error that says so.
     install: how to get what ``requires`` names, for that error (``"make install-horovod"``).
+    fallback: the record gives way to another plugin's record of the same name or alias (it is
+        left out, with no clash): a generic plugin covering whatever no dedicated plugin
+        registers (``torch_accelerator``). Two fallbacks of one name still clash.
     """
 
     kind: ClassVar[str] = "plugin"
@@ -79,6 +82,7 @@ class Spec:
     init_kwargs: Mapping[str, Any] = field(default_factory=dict)
     requires: Sequence[str] = ()
     install: str = ""
+    fallback: bool = False
 
     def __post_init__(self) -> None:
         label = f"{type(self).__name__}(name={self.name!r})"

@@ -12,6 +12,8 @@ _EXPORTS = {
     "DataParallelStrategy": "fulmen_strategies.dp.strategy",
     "DDP2Strategy": "fulmen_strategies.ddp2.strategy",
     "ModelParallelStrategy": "fulmen_strategies.model_parallel.strategy",
+    "check_tp_plan": "fulmen_strategies.model_parallel.plans",
+    "parallelize_module": "fulmen_strategies.model_parallel.plans",
 }
 __all__ = list(_EXPORTS)
 

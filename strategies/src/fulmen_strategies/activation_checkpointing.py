@@ -11,6 +11,7 @@ tree, parameter names and checkpoint keys stay exactly as they were; apply it be
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -38,15 +39,24 @@ def check_policy(owner: str, policy: Policy | None) -> Callable[[torch.nn.Module
     return lambda module: isinstance(module, classes)
 
 
-def apply(module: torch.nn.Module, predicate: Callable[[torch.nn.Module], bool] | None) -> int:
-    """Checkpoint every submodule (not the root) the predicate selects; returns how many."""
+def apply(module: torch.nn.Module, predicate: Callable[[torch.nn.Module], bool] | None,
+          owner: str = "activation_checkpointing_policy") -> int:
+    """Checkpoint every submodule (not the root) the predicate selects; returns how many it
+    selects (already checkpointed ones included, so applying twice is harmless). A policy that
+    selects nothing warns, listing the model's module classes, since it would save no memory."""
     if predicate is None:
         return 0
     count = 0
     for name, child in module.named_modules():
-        if name and predicate(child) and not isinstance(child.forward, _Checkpointed):
-            child.forward = _Checkpointed(child.forward)
+        if name and predicate(child):
             count += 1
+            if not isinstance(child.forward, _Checkpointed):
+                child.forward = _Checkpointed(child.forward)
+    if count == 0:
+        classes = sorted({type(m).__name__ for n, m in module.named_modules() if n})
+        warnings.warn(f"{owner}: activation_checkpointing_policy matches no submodule of "
+                      f"{type(module).__name__}, so nothing is checkpointed; its module classes "
+                      f"are {', '.join(classes) or '(none)'}", UserWarning, stacklevel=2)
     return count
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from fulmen import Launcher, Strategy
+from fulmen import ConfigurationError, Launcher, Strategy
 from fulmen_strategies import collectives, rendezvous, samplers
 
 _OPS = {"sum": "SUM", "max": "MAX", "min": "MIN", "mean": "SUM"}
@@ -54,9 +54,21 @@ class ParallelStrategy(Strategy):
 
     @property
     def backend(self) -> str:
+        """``process_group_backend`` if given, else torch's default for the device type
+        (``dist.Backend.default_device_backend_map``: cpu gloo, cuda nccl, xpu xccl, and what a
+        vendor registered with ``dist.Backend.register_backend(..., devices=[...])``)."""
         if self.process_group_backend:
             return self.process_group_backend
-        return "nccl" if self.root_device.type == "cuda" else "gloo"
+        device_type = self.root_device.type
+        defaults = dist.Backend.default_device_backend_map
+        if device_type not in defaults:
+            raise ConfigurationError(
+                f"{type(self).__name__} on {device_type!r} devices: torch has no default "
+                f"distributed backend for {device_type!r} (it has: "
+                f"{', '.join(f'{k}: {v}' for k, v in sorted(defaults.items()))}); pass "
+                "process_group_backend=..., or register one with "
+                f"torch.distributed.Backend.register_backend(..., devices=[{device_type!r}])")
+        return str(defaults[device_type])
 
     # ------------------------------------------------------------------ processes
 

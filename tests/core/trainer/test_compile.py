@@ -16,9 +16,9 @@ FAST = {"backend": "aot_eager"}  # compiles through dynamo + AOTAutograd, no C++
 
 
 def trainer(tmp_path, **kwargs) -> fulmen.Trainer:
-    return fulmen.Trainer(accelerator="cpu", max_epochs=1, logger=False,
-                          enable_progress_bar=False, enable_model_summary=False,
-                          default_root_dir=tmp_path, **kwargs)
+    return fulmen.Trainer(**{"accelerator": "cpu", "max_epochs": 1, "logger": False,
+                             "enable_progress_bar": False, "enable_model_summary": False,
+                             "default_root_dir": tmp_path, **kwargs})
 
 
 @pytest.mark.timeout(240)
@@ -72,3 +72,30 @@ def test_lite_compiles_after_wrapping_and_keeps_state_dict_keys():
     assert list(model.state_dict()) == list(reference.state_dict())
     again = lite.setup(torch.compile(torch.nn.Linear(2, 2), backend="aot_eager"))
     assert list(again.state_dict()) == ["weight", "bias"]
+
+
+@pytest.mark.timeout(240)
+def test_an_uncompiled_checkpoint_resumes_a_compiled_run(tmp_path):
+    """The other direction of interchangeability: a plain run's checkpoint resumes under
+    compile=..., and the compiled run's keys are still the plain ones."""
+    first = trainer(tmp_path / "plain")
+    first.fit(TinyModule(), loader())
+    first.save_checkpoint(tmp_path / "plain.ckpt")
+    resumed = trainer(tmp_path / "compiled", compile=FAST, max_epochs=2)
+    model = TinyModule()
+    resumed.fit(model, loader(), ckpt_path=tmp_path / "plain.ckpt")
+    assert resumed.current_epoch == 2
+    assert all("_orig_mod" not in k for k in model.state_dict())
+
+
+@pytest.mark.parametrize("compile_value", [True, {"mode": "max-autotune"}])
+def test_inductor_without_a_cpp_compiler_is_refused_before_training(tmp_path, monkeypatch,
+                                                                     compile_value):
+    """A machine without a C++ compiler (faked: an empty PATH, no $CXX) cannot run inductor on
+    the CPU: the Trainer says which backend needs what, and suggests compile=False."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("CXX", raising=False)
+    with pytest.raises(ConfigurationError, match=r"backend 'inductor' needs a C\+\+ compiler") as e:
+        fulmen.Trainer(accelerator="cpu", compile=compile_value, logger=False)
+    assert "compile=False" in str(e.value) and "aot_eager" in str(e.value)
+    fulmen.Trainer(accelerator="cpu", compile=FAST, logger=False)  # needs no compiler

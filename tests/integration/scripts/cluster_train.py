@@ -92,6 +92,17 @@ class StartStep(fulmen.Callback):
         self.global_step = trainer.global_step
 
 
+def fsdp(sharding: str) -> Any:
+    from fulmen_strategies import FSDPStrategy
+
+    return FSDPStrategy(sharding_strategy=sharding)
+
+
+def mesh_shape(strategy: Any) -> list[int] | None:
+    mesh = strategy.device_mesh
+    return None if mesh is None else list(mesh.shape)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--devices", type=int, default=2)
@@ -103,6 +114,9 @@ def main() -> None:
     parser.add_argument("--signal", default="SIGUSR1")
     parser.add_argument("--mode", choices=["self", "wait", "crash"], default="self")
     parser.add_argument("--every-n-steps", type=int, default=None)
+    parser.add_argument("--sharding", default=None,
+                        help="train with FSDPStrategy(sharding_strategy=...) (e.g. HYBRID_SHARD)")
+    parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
 
@@ -115,15 +129,20 @@ def main() -> None:
     trainer = fulmen.Trainer(
         accelerator="cpu", devices=args.devices, num_nodes=args.num_nodes, max_epochs=args.epochs,
         plugins=[TwoNodeCluster()] if args.custom_env else None, callbacks=callbacks,
+        strategy=fsdp(args.sharding) if args.sharding else "auto",
         enable_progress_bar=False, enable_model_summary=False, logger=False,
         default_root_dir=str(out), num_sanity_val_steps=0)
     model = Model()
-    trainer.fit(model, DataLoader(Indexed(32), batch_size=4))
+    trainer.fit(model, DataLoader(Indexed(32), batch_size=args.batch_size))
+    if args.sharding:  # the full weights (a collective: every rank gathers them)
+        weights = [v.flatten().tolist() for v in trainer.strategy.module_state_dict().values()]
+    else:
+        weights = [p.detach().flatten().tolist() for p in model.parameters()]
     (out / f"rank{trainer.global_rank}.json").write_text(json.dumps({
         "environment": trainer.cluster_environment.name, "world_size": trainer.world_size,
         "node_rank": trainer.node_rank, "local_rank": trainer.local_rank,
         "start_step": start.global_step, "global_step": trainer.global_step,
-        "weights": [p.detach().flatten().tolist() for p in model.parameters()],
+        "weights": weights, "mesh": mesh_shape(trainer.strategy),
         "seen": model.seen}))
 
 

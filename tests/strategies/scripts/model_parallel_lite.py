@@ -34,7 +34,7 @@ class MLP(torch.nn.Module):
         return self.w2(torch.tanh(self.w1(x)))
 
 
-def parallelize(model: torch.nn.Module, mesh) -> torch.nn.Module:
+def parallelize(model: torch.nn.Module, mesh, mp_policy=None) -> torch.nn.Module:
     from torch.distributed.fsdp import fully_shard
     from torch.distributed.tensor.parallel import (
         ColwiseParallel,
@@ -46,7 +46,8 @@ def parallelize(model: torch.nn.Module, mesh) -> torch.nn.Module:
         parallelize_module(model, mesh["tensor_parallel"], {"w1": ColwiseParallel(),
                                                            "w2": RowwiseParallel()})
     if mesh["data_parallel"].size() > 1:
-        fully_shard(model, mesh=mesh["data_parallel"])
+        fully_shard(model, mesh=mesh["data_parallel"], **(
+            {"mp_policy": mp_policy} if mp_policy is not None else {}))
     return model
 
 
@@ -58,13 +59,18 @@ def main() -> None:
     parser.add_argument("--tp", default="auto")
     parser.add_argument("--meta", action="store_true")
     parser.add_argument("--ac", action="store_true")
+    parser.add_argument("--precision", default="32-true")
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.devices == 1:
-        lite = fulmen.Lite(accelerator="cpu", devices=1)
+        lite = fulmen.Lite(accelerator="cpu", devices=1, precision=args.precision)
     else:
         strategy = fulmen_strategy(size(args.dp), size(args.tp), args.ac)
-        lite = fulmen.Lite(accelerator="cpu", devices=args.devices, strategy=strategy)
+        # FSDP2's mixed precision from the Lite's precision, through the strategy
+        strategy.parallelize_fn = lambda model, mesh: parallelize(
+            model, mesh, strategy.mixed_precision_policy())
+        lite = fulmen.Lite(accelerator="cpu", devices=args.devices, strategy=strategy,
+                           precision=args.precision)
     lite.launch(run, args)
 
 
@@ -92,11 +98,13 @@ def run(lite: fulmen.Lite, args) -> None:
     dp = lite.strategy.mesh_shape()[0] if args.devices > 1 else 1
     loader = lite.setup_dataloaders(DataLoader(Indexed(32), batch_size=8 // dp))
     seen: list[int] = []
+    losses: list[float] = []
     for _ in range(2):
         for x, y, idx in loader:
             seen.extend(int(i) for i in idx)
             optimizer.zero_grad()
-            loss = F.cross_entropy(model(x), y)
+            loss = F.cross_entropy(model(x).float(), y)
+            losses.append(float(loss))
             lite.backward(loss)
             optimizer.step()
     if args.devices > 1:
@@ -109,7 +117,8 @@ def run(lite: fulmen.Lite, args) -> None:
     mean = lite.all_reduce(torch.tensor(float(rank)), reduce_op="mean")
     total = lite.all_reduce(torch.tensor(1.0), reduce_op="sum")
     Path(args.out, f"rank{rank}.json").write_text(json.dumps({
-        "weights": {k: v.tolist() for k, v in state.items()}, "seen": seen,
+        "weights": {k: v.float().tolist() for k, v in state.items()}, "seen": seen,
+        "losses": losses, "param_dtypes": sorted({str(p.dtype) for p in model.parameters()}),
         "mean": float(mean), "sum": float(total), "w1_forward_calls": Counting.calls,
         "meta_params": sum(p.is_meta for p in model.parameters())}))
 

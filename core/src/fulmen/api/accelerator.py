@@ -107,6 +107,15 @@ class Accelerator(Named, ABC):
 
         return [torch.device(cls.device_type, i) for i in device_ids]
 
+    def synchronize(self, device: torch.device | None = None) -> None:
+        """Wait until queued work on ``device`` (default: the current one) is done, e.g. before
+        timing a step. Default: nothing to wait for (the CPU)."""
+
+    def memory_stats(self, device: torch.device | None = None) -> dict[str, Any]:
+        """The device's allocator statistics (``torch.cuda.memory_stats`` style keys), for
+        logging. Default: ``{}``."""
+        return {}
+
     def setup_device(self, device: torch.device) -> None:
         """Prepare ``device`` for use by this process (set the current CUDA device...)."""
 

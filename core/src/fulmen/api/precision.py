@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 class Precision(Named):
     """32-bit float precision; the base every precision backend extends.
 
-    What strategies may read (the contract): ``param_dtype``, ``compute_dtype``, ``scaler`` and
-    ``scales_loss`` below, and every method.
+    What strategies may read (the contract): ``param_dtype``, ``compute_dtype``,
+    ``reduce_dtype``, ``scaler`` and ``scales_loss`` below, and every method.
     """
 
     device_type: str = "cpu"
@@ -40,6 +40,13 @@ class Precision(Named):
     def compute_dtype(self) -> torch.dtype | None:
         """The dtype forward math runs in (``bf16-mixed``: bfloat16 through autocast); None when
         it is the parameters' dtype."""
+        return None
+
+    @property
+    def reduce_dtype(self) -> torch.dtype | None:
+        """The dtype a sharding strategy reduces gradients in across processes (FSDP2's
+        ``MixedPrecisionPolicy(reduce_dtype=)``; ``bf16-mixed``: float32, ``bf16-true``:
+        bfloat16); None when gradients are reduced in their own dtype."""
         return None
 
     @property

@@ -238,6 +238,8 @@ class Trainer(SelectionReport):
         self.detect_anomaly = detect_anomaly
         self.profiler = profilers.resolve(profiler)
         self.compile_options = compiling.options("Trainer", compile)
+        compiling.check_backend("Trainer", self.compile_options,
+                                self._selection.accelerator.device_type)
         self._compiled: set[int] = set()  # modules compiled in place already
         self.log_every_n_steps = log_every_n_steps
         self.sync_batchnorm = sync_batchnorm

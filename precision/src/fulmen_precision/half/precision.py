@@ -27,6 +27,10 @@ class HalfPrecision(Precision):
     def compute_dtype(self) -> torch.dtype:
         return self.dtype
 
+    @property
+    def reduce_dtype(self) -> torch.dtype:
+        return self.dtype
+
     def convert_module(self, module: torch.nn.Module) -> torch.nn.Module:
         return module.to(dtype=self.dtype)
 

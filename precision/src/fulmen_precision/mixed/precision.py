@@ -30,6 +30,10 @@ class MixedPrecision(Precision):
     def compute_dtype(self) -> torch.dtype:
         return self.dtype
 
+    @property
+    def reduce_dtype(self) -> torch.dtype:
+        return torch.float32  # the gradients of float32 weights
+
     def connect(self, device_type: str) -> None:
         super().connect(device_type)
         if self.dtype == torch.float16 and self.scaler is None:

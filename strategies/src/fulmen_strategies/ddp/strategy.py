@@ -11,6 +11,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from fulmen import ConfigurationError, Launcher
+from fulmen_strategies import activation_checkpointing as ac
 from fulmen_strategies.parallel import ParallelStrategy
 
 START_METHODS = ("popen", "spawn", "fork")
@@ -65,7 +66,9 @@ class DDPStrategy(ParallelStrategy):
     ``"spawn"`` and ``"fork"`` start workers with multiprocessing and return to the main process
     (``ddp_spawn``, ``ddp_fork``/``ddp_notebook``). ``find_unused_parameters``,
     ``static_graph``, ``gradient_as_bucket_view`` and other keyword arguments go to
-    ``torch.nn.parallel.DistributedDataParallel``.
+    ``torch.nn.parallel.DistributedDataParallel``. ``activation_checkpointing_policy``: module
+    classes (or a predicate) whose activations are recomputed in backward (applied before DDP
+    wraps the model, so its gradient hooks see the recomputed graph).
     """
 
     name = "ddp"
@@ -74,8 +77,13 @@ class DDPStrategy(ParallelStrategy):
                  static_graph: bool = False, gradient_as_bucket_view: bool = False,
                  process_group_backend: str | None = None,
                  timeout: float | timedelta | None = None,
-                 rendezvous_timeout: float | timedelta | None = None, **ddp_kwargs: Any) -> None:
+                 rendezvous_timeout: float | timedelta | None = None,
+                 activation_checkpointing_policy: ac.Policy | None = None,
+                 **ddp_kwargs: Any) -> None:
         super().__init__(process_group_backend, timeout, rendezvous_timeout)
+        self.activation_checkpointing_policy = activation_checkpointing_policy
+        self._checkpointed = ac.check_policy(type(self).__name__,
+                                             activation_checkpointing_policy)
         if start_method not in START_METHODS:
             raise ConfigurationError(
                 f"{type(self).__name__}(start_method={start_method!r}): use one of "
@@ -98,6 +106,7 @@ class DDPStrategy(ParallelStrategy):
         return MultiprocessingLauncher(self, start_method=self.start_method)
 
     def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
+        ac.apply(module, self._checkpointed, type(self).__name__)
         if not self.distributed:
             return module
         device_ids = [self.root_device.index] if self.root_device.type == "cuda" else None

@@ -7,11 +7,21 @@ parameters on the CPU between uses (CUDA only: on the CPU they are there already
 it); ``"sharded"`` checkpoints are a directory written by every rank through
 ``torch.distributed.checkpoint``. Both are fulmen's canonical checkpoint: any strategy, at any
 world size, resumes from either. Mixed precision comes from the Trainer's precision.
+
+``sharding_strategy`` (Lightning's spelling): ``"FULL_SHARD"`` (default) shards over every
+rank; ``"SHARD_GRAD_OP"`` keeps parameters gathered from forward to backward
+(``reshard_after_forward=False``); ``"HYBRID_SHARD"`` (HSDP) builds a 2-D mesh
+``("replicate", "shard")`` of shape ``(num_nodes, processes per node)``: parameters are sharded
+within a node and replicated across nodes, so the large all-gathers stay on the node's fast
+links; ``"_HYBRID_SHARD_ZERO2"`` is that without resharding after forward; ``"NO_SHARD"``
+replicates everything (mesh ``(world size, 1)``), like DDP. ``activation_checkpointing_policy``:
+module classes (or a predicate) whose activations are recomputed in backward.
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
 from typing import Any
@@ -20,47 +30,99 @@ import torch
 from torch.distributed.tensor import DTensor
 
 from fulmen import ConfigurationError
+from fulmen_strategies import activation_checkpointing as ac
 from fulmen_strategies.parallel import ParallelStrategy
 
 _STEPS = ("training_step", "validation_step", "test_step", "predict_step")
+#: sharding_strategy -> (hybrid: replicate across nodes, reshard_after_forward)
+SHARDING_STRATEGIES = {"FULL_SHARD": (False, True), "SHARD_GRAD_OP": (False, False),
+                       "HYBRID_SHARD": (True, True), "_HYBRID_SHARD_ZERO2": (True, False),
+                       "NO_SHARD": (False, False)}
+HSDP_DIMS = ("replicate", "shard")
 
 
 class FSDPStrategy(ParallelStrategy):
     shards_parameters = True
     name = "fsdp"
     def __init__(self, auto_wrap_policy: Iterable[type | str] | None = None,
-                 cpu_offload: bool = False, reshard_after_forward: bool = True,
+                 cpu_offload: bool = False, reshard_after_forward: bool | None = None,
                  state_dict_type: str = "full", process_group_backend: str | None = None,
                  timeout: float | timedelta | None = None,
-                 rendezvous_timeout: float | timedelta | None = None) -> None:
+                 rendezvous_timeout: float | timedelta | None = None,
+                 sharding_strategy: Any = "FULL_SHARD",
+                 activation_checkpointing_policy: ac.Policy | None = None) -> None:
         super().__init__(process_group_backend, timeout, rendezvous_timeout)
+        owner = type(self).__name__
         if state_dict_type not in ("full", "sharded"):
-            raise ConfigurationError(f"FSDPStrategy(state_dict_type={state_dict_type!r}): use "
+            raise ConfigurationError(f"{owner}(state_dict_type={state_dict_type!r}): use "
                                      "'full' (one file) or 'sharded' (a directory per save)")
+        # torch's ShardingStrategy enum members are accepted by name, as in Lightning
+        sharding = sharding_strategy.name if isinstance(sharding_strategy, enum.Enum) \
+            else sharding_strategy
+        if sharding not in SHARDING_STRATEGIES:
+            raise ConfigurationError(
+                f"{owner}(sharding_strategy={sharding_strategy!r}): use one of "
+                f"{', '.join(map(repr, SHARDING_STRATEGIES))}")
+        self.hybrid, resharding = SHARDING_STRATEGIES[sharding]
+        if reshard_after_forward is not None and reshard_after_forward != resharding:
+            raise ConfigurationError(
+                f"{owner}(sharding_strategy={sharding!r}, reshard_after_forward="
+                f"{reshard_after_forward}): {sharding!r} means reshard_after_forward="
+                f"{resharding}; give one of the two")
+        self.sharding_strategy = sharding
         self.auto_wrap_policy = set(auto_wrap_policy or ())
         self.cpu_offload = cpu_offload
-        self.reshard_after_forward = reshard_after_forward
+        self.reshard_after_forward = resharding
         self.state_dict_type = state_dict_type
+        self.activation_checkpointing_policy = activation_checkpointing_policy
+        self._checkpointed = ac.check_policy(owner, activation_checkpointing_policy)
         self.optimizers: list[Any] = []
         self._in_training_step = False
+        self._sharding_mesh: Any = None
+
+    @property
+    def device_mesh(self) -> Any:
+        """The mesh the model is sharded over, once wrapped: 1-D, or 2-D ``("replicate",
+        "shard")`` for hybrid sharding and ``NO_SHARD``; None before (and on one process)."""
+        return self._sharding_mesh
+
+    def sharding_mesh_shape(self) -> tuple[int, ...]:
+        """The shape of the mesh ``fully_shard`` gets: ``(world_size,)``, or ``(replicate,
+        shard)`` for hybrid sharding (``(num_nodes, processes per node)``) and ``NO_SHARD``
+        (``(world_size, 1)``)."""
+        world = self.world_size
+        if self.sharding_strategy == "NO_SHARD":
+            return (world, 1)
+        if not self.hybrid:
+            return (world,)
+        nodes = max(self.num_nodes, 1)
+        if world % nodes:
+            raise ConfigurationError(
+                f"{type(self).__name__}(sharding_strategy={self.sharding_strategy!r}): "
+                f"{world} processes do not split evenly over num_nodes={nodes}")
+        return (nodes, world // nodes)
 
     # ------------------------------------------------------------------ wrapping
 
-    def _mixed_precision(self) -> Any:
+    def mixed_precision_policy(self) -> Any:
+        """FSDP2's ``MixedPrecisionPolicy`` from the precision's contract: parameters are
+        gathered in its ``compute_dtype`` (when lower than float32) and gradients reduced in its
+        ``reduce_dtype``. ``model_parallel`` users pass it to their own ``fully_shard`` calls:
+        ``fully_shard(block, mesh=..., mp_policy=strategy.mixed_precision_policy())``."""
         from torch.distributed.fsdp import MixedPrecisionPolicy
 
-        dtype = self.precision.compute_dtype
-        if dtype is None or dtype in (torch.float32, torch.float64):
-            return MixedPrecisionPolicy()
-        true_half = self.precision.param_dtype == dtype  # else parameters stay float32
-        return MixedPrecisionPolicy(param_dtype=dtype,
-                                    reduce_dtype=dtype if true_half else torch.float32)
+        compute = self.precision.compute_dtype
+        reduce = self.precision.reduce_dtype
+        if compute is None or compute in (torch.float32, torch.float64):
+            return MixedPrecisionPolicy(reduce_dtype=reduce)
+        return MixedPrecisionPolicy(param_dtype=compute, reduce_dtype=reduce)
 
     def _wraps(self, module: torch.nn.Module) -> bool:
         return any(isinstance(module, c) if isinstance(c, type) else type(module).__name__ == c
                    for c in self.auto_wrap_policy)
 
     def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
+        ac.apply(module, self._checkpointed, type(self).__name__)
         if not self.distributed:
             return module
         from torch.distributed.device_mesh import init_device_mesh
@@ -71,8 +133,12 @@ class FSDPStrategy(ParallelStrategy):
             register_fsdp_forward_method,
         )
 
-        mesh = init_device_mesh(self.root_device.type, (self.world_size,))
-        options = {"mesh": mesh, "mp_policy": self._mixed_precision(),
+        if self._sharding_mesh is None:
+            shape = self.sharding_mesh_shape()
+            self._sharding_mesh = init_device_mesh(
+                self.root_device.type, shape, mesh_dim_names=HSDP_DIMS if len(shape) == 2 else None)
+        mesh = self._sharding_mesh
+        options = {"mesh": mesh, "mp_policy": self.mixed_precision_policy(),
                    "reshard_after_forward": self.reshard_after_forward,
                    "offload_policy": CPUOffloadPolicy() if self.cpu_offload and
                    self.root_device.type == "cuda" else OffloadPolicy()}

@@ -38,6 +38,8 @@ _OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp
 
 
 class ModelParallelStrategy(FSDPStrategy):
+    name = "model_parallel"
+
     def __init__(self, parallelize_fn: Callable[[torch.nn.Module, Any], torch.nn.Module] |
                  None = None, data_parallel_size: int | str = "auto",
                  tensor_parallel_size: int | str = "auto",
@@ -46,7 +48,8 @@ class ModelParallelStrategy(FSDPStrategy):
                  process_group_backend: str | None = None,
                  timeout: float | timedelta | None = None) -> None:
         super().__init__(state_dict_type="sharded" if save_distributed_checkpoint else "full",
-                         process_group_backend=process_group_backend, timeout=timeout)
+                         process_group_backend=process_group_backend, timeout=timeout,
+                         activation_checkpointing_policy=activation_checkpointing_policy)
         for name, value in (("data_parallel_size", data_parallel_size),
                             ("tensor_parallel_size", tensor_parallel_size)):
             if value != "auto" and (isinstance(value, bool) or not isinstance(value, int)
@@ -54,9 +57,6 @@ class ModelParallelStrategy(FSDPStrategy):
                 raise ConfigurationError(f"ModelParallelStrategy({name}={value!r}): give an "
                                          "int >= 1 or 'auto'")
         self.parallelize_fn = parallelize_fn
-        self.activation_checkpointing_policy = activation_checkpointing_policy
-        self._checkpointed = ac.check_policy("ModelParallelStrategy",
-                                             activation_checkpointing_policy)
         self.data_parallel_size = data_parallel_size
         self.tensor_parallel_size = tensor_parallel_size
         self.save_distributed_checkpoint = save_distributed_checkpoint
@@ -111,7 +111,8 @@ class ModelParallelStrategy(FSDPStrategy):
     # ------------------------------------------------------------------ the model
 
     def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
-        ac.apply(module, self._checkpointed)  # keeps names: parallelize_module still finds them
+        # keeps names: parallelize_module still finds them
+        ac.apply(module, self._checkpointed, "ModelParallelStrategy")
         if self.parallelize_fn is not None and not _is_parallelized(module):
             module = self.parallelize_fn(module, self.device_mesh)
             if not isinstance(module, torch.nn.Module):
@@ -160,10 +161,31 @@ def _is_parallelized(module: torch.nn.Module) -> bool:
 
 
 def _materialize(module: torch.nn.Module, device: torch.device) -> None:
-    """Allocate the local shards of meta-device parameters and initialise them."""
+    """Allocate the local shards of meta-device parameters and initialise them with each
+    module's ``reset_parameters``. A module holding meta tensors of its own that neither it nor
+    an ancestor can initialise is refused before anything is allocated: its values would be
+    whatever the memory held."""
     if not any(p.is_meta for p in module.parameters()) and not any(
             b.is_meta for b in module.buffers()):
         return
+    initialisable: set[str] = set()
+    missing = []
+    for name, child in module.named_modules():
+        parent = name.rpartition(".")[0] if name else None
+        if callable(getattr(child, "reset_parameters", None)) or (
+                parent is not None and parent in initialisable):
+            initialisable.add(name)
+            continue
+        own = [*child.parameters(recurse=False), *child.buffers(recurse=False)]
+        if any(t.is_meta for t in own):
+            missing.append(f"{name or '(the root)'} ({type(child).__name__})")
+    if missing:
+        raise ConfigurationError(
+            "ModelParallelStrategy: the model was built on the meta device, but "
+            f"{', '.join(missing)} {'have' if len(missing) > 1 else 'has'} no reset_parameters() "
+            "to initialise its tensors once each rank has allocated its shard. Add "
+            "reset_parameters() to that module (or to a module containing it), or build the "
+            "model outside the meta device")
     module.to_empty(device=device)
     with torch.no_grad():
         for child in module.modules():

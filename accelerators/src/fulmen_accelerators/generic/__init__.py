@@ -1,0 +1,41 @@
+"""The ``torch_accelerator`` plugin: any device type torch exposes through ``torch.accelerator``
+(xpu, hpu, a vendor's PrivateUse1 backend...) is selectable by its name.
+
+The record set is computed from torch when the catalog is built, and only when torch is
+already imported (a Trainer or Lite imports it; so does the vendor package that registers its
+device type): ``import fulmen`` and ``fulmen plugins`` stay free of torch. The records are
+fallbacks (``fallback=True``): a device type another plugin registers (``cpu``, ``cuda``,
+``mps``) keeps that plugin, so no name is registered twice.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+
+from fulmen import AcceleratorSpec, hookimpl
+
+TARGET = "fulmen_accelerators.generic.accelerator:TorchAccelerator"
+
+
+def device_types() -> list[str]:
+    """The device types torch exposes through ``torch.accelerator`` in this process (its build's
+    accelerator, or a registered PrivateUse1 backend); none while torch is not imported."""
+    accelerator = sys.modules.get("torch.accelerator")  # None while torch is not imported
+    if accelerator is None:
+        return []
+    current = accelerator.current_accelerator()
+    return [] if current is None else [current.type]
+
+
+@hookimpl
+def fulmen_accelerators() -> Iterator[AcceleratorSpec]:
+    for device_type in device_types():
+        yield AcceleratorSpec(
+            name=device_type,
+            target=TARGET,
+            device_type=device_type,
+            init_kwargs={"device_type": device_type},
+            fallback=True,
+            description=f"{device_type} devices through torch.accelerator (generic plugin)",
+        )
