@@ -56,6 +56,8 @@ def main() -> None:
     parser.add_argument("--strategy", default="ddp")
     parser.add_argument("--out", required=True)
     parser.add_argument("--straight", action="store_true", help="one fit of two epochs only")
+    parser.add_argument("--compile", action="store_true",
+                        help="Trainer(compile=...) with the aot_eager backend (no C++ build)")
     args = parser.parse_args()
     out = Path(args.out)
     strategy: Any = args.strategy
@@ -65,7 +67,8 @@ def main() -> None:
     trainer = fulmen.Trainer(accelerator="cpu", devices=2, strategy=strategy, max_epochs=1,
                              enable_progress_bar=False, enable_model_summary=False, logger=False,
                              enable_checkpointing=False, num_sanity_val_steps=0,
-                             callbacks=[stages], default_root_dir=str(out))
+                             callbacks=[stages], default_root_dir=str(out),
+                             compile={"backend": "aot_eager"} if args.compile else False)
     model = Predicting()
     data = DataLoader(Indexed(32), batch_size=4)
     if args.straight:
