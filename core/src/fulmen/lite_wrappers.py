@@ -101,10 +101,20 @@ class LiteOptimizer:
         return self._strategy
 
     def state_dict(self) -> dict[str, Any]:
-        return self._strategy.optimizer_state(self._optimizer)
+        """The optimizer's state numbered as ``torch.optim.Optimizer.state_dict`` numbers it
+        (Fabric's form; gathered by strategies that shard it). ``Lite.save`` writes the
+        portable form instead, keyed by parameter names."""
+        from fulmen.checkpoint import canonical
+
+        state = self._strategy.optimizer_state(self._optimizer)
+        names = canonical.param_names(self._strategy.module, self._optimizer)
+        if names is not None and canonical.is_keyed_by_name(state):
+            return canonical.by_number(state, names)
+        return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        self._optimizer.load_state_dict(state_dict)
+        """Restore a state in either form (numbered, or keyed by parameter names)."""
+        self._strategy.load_optimizer_state(self._optimizer, state_dict)
         self.refresh()
 
     def refresh(self) -> None:

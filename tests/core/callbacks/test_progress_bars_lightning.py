@@ -262,7 +262,7 @@ def test_tqdm_progress_bar_print(tmp_path, capsys):
     assert "training_step" in capsys.readouterr().out
 
 
-def test_tqdm_disabled_when_not_interactive_prints_epoch_lines(tmp_path, capsys):
+def test_tqdm_disabled_when_not_interactive_logs_epoch_lines(tmp_path, caplog):
     class Logged(BoringModel):
         def training_step(self, batch, batch_idx):
             self.log("loss_shown", 0.25, prog_bar=True)
@@ -270,8 +270,9 @@ def test_tqdm_disabled_when_not_interactive_prints_epoch_lines(tmp_path, capsys)
 
     trainer = Trainer(default_root_dir=tmp_path, max_epochs=2, limit_train_batches=2,
                       limit_val_batches=0, callbacks=TQDMProgressBar(interactive=False))
+    caplog.set_level("INFO", logger="fulmen")
     trainer.fit(Logged())
-    out = capsys.readouterr().out
+    out = caplog.text  # the per-epoch line is status: the `fulmen` logger, not stdout
     assert "Epoch 0: 2 steps, loss_shown=0.250" in out and "Epoch 1: 4 steps" in out
 
 

@@ -171,9 +171,9 @@ CALLBACK_CASES = [
     ("OnExceptionCheckpoint", {"dirpath": 5}, "dirpath=5): expected a folder path"),
     ("PredictionWriter", {"write_interval": "x"}, "use one of 'batch', 'epoch'"),
     ("PredictionWriter", {"output_dir": 5}, "output_dir=5): expected a folder path"),
-    ("TQDMProgressBar", {"refresh_seconds": -1}, "refresh_seconds=-1): expected a finite number"),
+    ("TQDMProgressBar", {"refresh_rate": -1}, "refresh_rate=-1): use a number of batches"),
     ("TQDMProgressBar", {"leave": "x"}, "leave='x'): use True, False"),
-    ("TQDMProgressBar", {"enabled": "x"}, "enabled='x'): use True, False, None"),
+    ("TQDMProgressBar", {"interactive": "x"}, "interactive='x'): use True, False, None"),
     ("ModelSummary", {"max_depth": -2}, "max_depth=-2): use an int >= -1"),
     ("ModelSummary", {"max_depth": "x"}, "max_depth='x'): use an int >= -1"),
 ]

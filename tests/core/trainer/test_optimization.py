@@ -11,6 +11,7 @@ from tiny_models import TinyModule, lean, loader
 
 import fulmen
 from fulmen import ConfigurationError
+from fulmen.errors import NonFiniteError
 
 
 def with_optimizers(result: Any) -> type[TinyModule]:
@@ -216,14 +217,27 @@ def test_returning_none_skips_the_batch():
     assert trainer.global_step == 8
 
 
-def test_nan_loss_with_detect_anomaly_points_at_the_op():
-    class NaN(TinyModule):
+def test_detect_anomaly_stops_on_a_nan_loss_and_names_the_op_of_a_nan_gradient():
+    """``detect_anomaly=True``: a NaN loss stops every rank before backward
+    (``NonFiniteError``, naming the step and batch); a finite loss whose gradient turns NaN is
+    caught by torch's anomaly mode, which names the backward operation (Lightning's
+    behaviour)."""
+    class NaNLoss(TinyModule):
         def training_step(self, batch: Any, batch_idx: int) -> Any:
             x, _ = batch
-            return torch.sqrt(self(x) - 1e6).sum()  # NaN, and a NaN gradient
+            return torch.sqrt(self(x) - 1e6).sum()
 
-    with pytest.raises(RuntimeError, match="SqrtBackward0"), pytest.warns(UserWarning):
-        fulmen.Trainer(**lean(max_epochs=1, detect_anomaly=True)).fit(NaN(), loader())
+    with pytest.raises(NonFiniteError, match="global step 0, batch_idx 0"), \
+            pytest.warns(UserWarning):
+        fulmen.Trainer(**lean(max_epochs=1, detect_anomaly=True)).fit(NaNLoss(), loader())
+
+    class NaNGradient(TinyModule):
+        def training_step(self, batch: Any, batch_idx: int) -> Any:
+            x, _ = batch
+            return torch.sqrt(self(x) * 0).sum()  # 0 forward; inf * 0 = NaN in backward
+
+    with pytest.raises(RuntimeError, match="returned nan values"), pytest.warns(UserWarning):
+        fulmen.Trainer(**lean(max_epochs=1, detect_anomaly=True)).fit(NaNGradient(), loader())
 
 
 def test_module_backward_override_gets_the_scaled_loss_in_both_optimizations():

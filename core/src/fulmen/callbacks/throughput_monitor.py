@@ -83,7 +83,8 @@ class ThroughputMonitor(Callback):
             return
         throughput = self._throughputs[stage]
         metrics = {f"{stage}{throughput.separator}{k}": v for k, v in throughput.compute().items()}
-        trainer._log_to_loggers(metrics, trainer.global_step if step is None else step)
+        # training: the loggers' step axis with ``epoch`` (step None), as Lightning
+        trainer._log_to_loggers(metrics, step)
 
     def on_train_start(self, trainer: Any, module: Any) -> None:
         if trainer.is_global_zero:

@@ -72,6 +72,10 @@ class TQDMProgressBar(RefreshingBar):
 
             raise ConfigurationError(f"TQDMProgressBar(refresh_rate={refresh_rate!r}): use a "
                                      "number of batches >= 1, or 0 to turn the bars off")
+        from fulmen import arguments
+
+        arguments.check_bool("TQDMProgressBar", {"leave": leave, "interactive": interactive},
+                             optional=("interactive",))
         self._refresh_rate = refresh_rate
         self._process_position = process_position
         self._leave = leave
