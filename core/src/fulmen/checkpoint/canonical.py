@@ -92,17 +92,24 @@ def optimizer_state(module: torch.nn.Module | None, optimizer: Any) -> dict[str,
     return by_name(state, names) if names is not None else state
 
 
+def numbered(module: torch.nn.Module | None, optimizer: Any,
+             state: Mapping[str, Any]) -> dict[str, Any]:
+    """A named (canonical) or numbered optimizer state in torch's numbered form for
+    ``optimizer`` (whose parameters belong to ``module``)."""
+    if not is_keyed_by_name(state):
+        return dict(state)
+    names = param_names(module, optimizer)
+    if names is None:
+        raise ConfigurationError("this optimizer updates tensors that are not parameters of "
+                                 "the set-up model, so a state keyed by parameter names "
+                                 "cannot be matched to them")
+    return by_number(state, names)
+
+
 def load_optimizer_state(module: torch.nn.Module | None, optimizer: Any,
                          state: Mapping[str, Any]) -> None:
     """Restore a named (canonical) or numbered optimizer state into ``optimizer``."""
-    if is_keyed_by_name(state):
-        names = param_names(module, optimizer)
-        if names is None:
-            raise ConfigurationError("this optimizer updates tensors that are not parameters of "
-                                     "the set-up model, so a state keyed by parameter names "
-                                     "cannot be matched to them")
-        state = by_number(state, names)
-    optimizer.load_state_dict(dict(state))
+    optimizer.load_state_dict(numbered(module, optimizer, state))
 
 
 # ====================================================================== writing

@@ -250,12 +250,7 @@ class HorovodStrategy(Strategy):
         """The canonical state (keyed by parameter names, from any strategy) or torch's."""
         from fulmen.checkpoint import canonical
 
-        if canonical.is_keyed_by_name(state):
-            names = canonical.param_names(self.module, optimizer)
-            if names is None:
-                raise ConfigurationError("this optimizer updates tensors outside the model, so "
-                                         "a state keyed by parameter names cannot be matched")
-            state = canonical.by_number(state, names)
+        state = canonical.numbered(self.module, optimizer, state)
         if opt_util.is_distributed(optimizer):
             opt_util.load_keeping_groups(optimizer, state)
         else:

@@ -179,12 +179,7 @@ class ShardedDDPStrategy(DDPStrategy):
         shard."""
         if not isinstance(optimizer, OSS):
             return super().load_optimizer_state(optimizer, state)
-        if canonical.is_keyed_by_name(state):
-            names = canonical.param_names(self.module, optimizer)
-            if names is None:
-                raise ConfigurationError("ddp_sharded loads optimizer states keyed by parameter "
-                                         "names only for optimizers over the model's parameters")
-            state = canonical.by_number(state, names)
+        state = canonical.numbered(self.module, optimizer, state)
         optimizer.load_state_dict({**state, "state": dict(state.get("state", {}))})
         original = self._originals.get(id(optimizer))
         if original is not None:  # loading made new group dicts: share them with the scheduler
