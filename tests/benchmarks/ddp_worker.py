@@ -1,154 +1,201 @@
-"""Worker for ddp.py: one training run, plain torch DDP (under torchrun) or fulmen.
+"""Worker for ddp.py: one 2-process DDP job on digits that timestamps its phases on every rank.
 
-Prints one JSON line from rank 0: samples per second after warm-up, seconds from the command's
-start (FULMEN_BENCH_T0) to the first step, and per-rank bytes of parameters + optimizer state.
+Modes: ``plain`` (PyTorch DDP, run under torchrun), ``ddp`` and ``ddp_spawn`` (fulmen's
+Trainer), ``lite`` (a Lite loop under ``ddp``), and ``lightning`` / ``fabric`` (the same with
+Lightning's Trainer and Fabric, when the ``lightning`` package is installed). Every mode trains
+the same MLP with Adam for ``STEPS`` optimizer steps of ``BATCH`` samples per rank and leaves
+thread counts to the framework (torchrun sets one thread per process).
+
+Each process appends one JSON line to ``$FULMEN_BENCH_OUT`` at exit: its rank (``main`` for a
+process that started ranks without being one, as under ``ddp_spawn``), seconds since the command
+started (``FULMEN_BENCH_T0``) at each mark it passed, samples/s over the steps after ``WARMUP``
+(all ranks together), and its peak resident memory in MB. Marks: ``interpreter`` (this file
+starts running), ``imports`` (torch, the framework and scikit-learn imported), ``composed``
+(Trainer/Lite/Fabric built), ``launched`` (fit/launch called), ``group`` (process group joined
+and the model wrapped), ``first_batch``, ``first_step`` (first optimizer step done),
+``last_step``, ``finished`` (fit/launch returned) and ``exit`` (exit handlers, after teardown).
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import resource
 import sys
 import time
 from typing import Any
 
-import torch
-import torch.nn.functional as F
-from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+MARKS: dict[str, float] = {}
+RATE: dict[str, float] = {}
+STEPS, WARMUP, BATCH = 1000, 50, 32
 
-import fulmen
 
-WARMUP, STEPS, BATCH = 50, 1200, 32
-torch.set_num_threads(1)  # at import, so spawned workers (which import this file) get it too
+def mark(name: str) -> None:
+    MARKS.setdefault(name, time.time() - float(os.environ["FULMEN_BENCH_T0"]))
+
+
+mark("interpreter")
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from sklearn.datasets import load_digits  # noqa: E402
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset  # noqa: E402
+
+MODE = sys.argv[1] if __name__ in ("__main__", "__mp_main__") else ""
+if MODE in ("lightning", "fabric"):
+    import lightning  # noqa: F401
+else:
+    import fulmen
+mark("imports")
+
+
+@atexit.register
+def _write() -> None:
+    mark("exit")
+    rank = os.environ.get("RANK", "main")
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    with open(os.environ["FULMEN_BENCH_OUT"], "a") as out:
+        out.write(json.dumps({"rank": rank, "marks": MARKS, "peak_mb": peak_mb, **RATE}) + "\n")
+
+
+class Clock:
+    """Marks the first and last step; samples/s of all ranks between WARMUP and STEPS."""
+
+    def __init__(self) -> None:
+        self.step = 0
+        self.start = 0.0
+
+    def tick(self, world: int) -> bool:
+        """Count one optimizer step; True after the last."""
+        self.step += 1
+        mark("first_step")
+        if self.step == WARMUP:
+            self.start = time.perf_counter()
+        if self.step == STEPS:
+            RATE["samples_per_s"] = (STEPS - WARMUP) * BATCH * world / (
+                time.perf_counter() - self.start)
+            mark("last_step")
+        return self.step >= STEPS
 
 
 def digits() -> TensorDataset:
-    from sklearn.datasets import load_digits
-
     x, y = load_digits(return_X_y=True)
     return TensorDataset(torch.tensor(x, dtype=torch.float32) / 16.0, torch.tensor(y))
 
 
-def net(wide: bool) -> torch.nn.Module:
-    hidden = 1024 if wide else 128
-    return torch.nn.Sequential(torch.nn.Linear(64, hidden), torch.nn.ReLU(),
-                               torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
-                               torch.nn.Linear(hidden, 10))
+def net() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                               torch.nn.Linear(128, 128), torch.nn.ReLU(),
+                               torch.nn.Linear(128, 10))
 
 
-def state_bytes(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> int:
-    def local(t: torch.Tensor) -> torch.Tensor:
-        return t.to_local() if hasattr(t, "to_local") else t
-
-    total = sum(local(p).numel() * p.element_size() for p in model.parameters())
-    for state in optimizer.state.values():
-        total += sum(local(v).numel() * v.element_size() for v in state.values()
-                     if isinstance(v, torch.Tensor) and v.ndim > 0)
-    return total
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.first = self.start = 0.0
-        self.step = 0
-
-    def tick(self) -> None:
-        self.step += 1
-        now = time.perf_counter()
-        if self.step == 1:
-            self.first = time.time() - float(os.environ["FULMEN_BENCH_T0"])
-        if self.step == WARMUP:
-            self.start = now
-        if self.step == WARMUP + STEPS:
-            self.seconds = now - self.start
-
-    def report(self, rank: int, world: int, extra: dict[str, Any]) -> None:
-        if rank == 0:
-            print(json.dumps({"samples_per_s": STEPS * BATCH * world / self.seconds,
-                              "first_step_s": self.first, **extra}), flush=True)
+def loop(model: Any, optimizer: Any, loader: Any, backward: Any, world: int,
+         set_epoch: Any = None) -> None:
+    """The raw training loop, shared by plain DDP, Lite and Fabric."""
+    clock, epoch = Clock(), 0
+    while True:
+        if set_epoch is not None:
+            set_epoch(epoch)
+        for x, y in loader:
+            mark("first_batch")
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            backward(loss)
+            optimizer.step()
+            if clock.tick(world):
+                return
+        epoch += 1
 
 
 def plain() -> None:
     import torch.distributed as dist
 
+    mark("composed")
+    mark("launched")
     dist.init_process_group("gloo")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    torch.manual_seed(0)
-    model = torch.nn.parallel.DistributedDataParallel(net(False))
+    model = torch.nn.parallel.DistributedDataParallel(net())
+    mark("group")
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     data = digits()
-    loader = DataLoader(data, batch_size=BATCH, sampler=DistributedSampler(data, shuffle=True))
-    clock, epoch = Clock(), 0
-    while clock.step < WARMUP + STEPS:
-        loader.sampler.set_epoch(epoch)
-        for x, y in loader:
-            loss = F.cross_entropy(model(x), y)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            clock.tick()
-            if clock.step == WARMUP + STEPS:
-                break
-        epoch += 1
-    clock.report(rank, world, {})
-    dist.barrier()  # tearing gloo down right after a collective aborts now and then (torch 2.13)
+    sampler = DistributedSampler(data, shuffle=True)
+    loader = DataLoader(data, batch_size=BATCH, sampler=sampler)
+    loop(model, optimizer, loader, lambda loss: loss.backward(), dist.get_world_size(),
+         sampler.set_epoch)
+    mark("finished")
     dist.destroy_process_group()
 
 
-CLOCK = Clock()
+if MODE == "lightning":
+    from lightning import LightningModule as ModuleBase
+else:
+    from fulmen import Module as ModuleBase
 
 
-class Model(fulmen.Module):
-    def __init__(self, wide: bool) -> None:
+class Model(ModuleBase):  # at module level: ddp_spawn pickles it
+    """The same training step for fulmen's Trainer and Lightning's."""
+
+    def __init__(self) -> None:
         super().__init__()
-        self.net = net(wide)
+        self.net = net()
+        self.clock = Clock()
+
+    def on_fit_start(self) -> None:
+        mark("group")
 
     def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        mark("first_batch")
         x, y = batch
         return F.cross_entropy(self.net(x), y)
 
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
-        CLOCK.tick()
-        if CLOCK.step == WARMUP + STEPS:
+        if self.clock.tick(self.trainer.world_size):
             self.trainer.should_stop = True
-            CLOCK.report(self.trainer.global_rank, self.trainer.world_size,
-                         {"state_bytes": state_bytes(self, self.trainer.optimizers[0])})
 
     def configure_optimizers(self) -> Any:
         return torch.optim.Adam(self.parameters(), lr=1e-3)
 
 
-def with_fulmen(strategy: str, wide: bool) -> None:
-    trainer = fulmen.Trainer(accelerator="cpu", devices=2, strategy=strategy, max_epochs=-1,
-                             enable_progress_bar=False, enable_model_summary=False, logger=False,
-                             enable_checkpointing=False, num_sanity_val_steps=0)
-    trainer.fit(Model(wide), DataLoader(digits(), batch_size=BATCH, shuffle=True))
+def with_trainer(trainer_class: type, strategy: str) -> None:
+    trainer = trainer_class(accelerator="cpu", devices=2, strategy=strategy, max_epochs=-1,
+                            max_steps=STEPS, enable_progress_bar=False,
+                            enable_model_summary=False, logger=False,
+                            enable_checkpointing=False, num_sanity_val_steps=0)
+    mark("composed")
+    mark("launched")
+    trainer.fit(Model(), DataLoader(digits(), batch_size=BATCH, shuffle=True))
+    mark("finished")
 
 
-class BenchLite(fulmen.Lite):
-    def run(self) -> None:
-        torch.manual_seed(0)
-        model = net(False)
-        model, optimizer = self.setup(model, torch.optim.Adam(model.parameters(), lr=1e-3))
-        loader = self.setup_dataloaders(DataLoader(digits(), batch_size=BATCH, shuffle=True))
-        clock = Clock()
-        while clock.step < WARMUP + STEPS:
-            for x, y in loader:
-                loss = F.cross_entropy(model(x), y)
-                optimizer.zero_grad()
-                self.backward(loss)
-                optimizer.step()
-                clock.tick()
-                if clock.step == WARMUP + STEPS:
-                    break
-        clock.report(self.global_rank, self.world_size, {})
+def lite_loop(runner: Any) -> None:
+    """Lite and Fabric share their calls: setup, setup_dataloaders, backward."""
+    model = net()
+    model, optimizer = runner.setup(model, torch.optim.Adam(model.parameters(), lr=1e-3))
+    loader = runner.setup_dataloaders(DataLoader(digits(), batch_size=BATCH, shuffle=True))
+    mark("group")
+    loop(model, optimizer, loader, runner.backward, runner.world_size)
+
+
+def with_lite(runner: Any) -> None:
+    mark("composed")
+    mark("launched")
+    runner.launch(lite_loop)
+    mark("finished")
 
 
 if __name__ == "__main__":
-    mode = sys.argv[1]
-    if mode == "plain":
+    if MODE == "plain":
         plain()
-    elif mode == "lite":
-        BenchLite(accelerator="cpu", devices=2, strategy="ddp").run()
+    elif MODE == "lite":
+        with_lite(fulmen.Lite(accelerator="cpu", devices=2, strategy="ddp"))
+    elif MODE == "lightning":
+        from lightning import Trainer
+
+        with_trainer(Trainer, "ddp")
+    elif MODE == "fabric":
+        from lightning import Fabric
+
+        with_lite(Fabric(accelerator="cpu", devices=2, strategy="ddp"))
     else:
-        with_fulmen(mode, wide=len(sys.argv) > 2 and sys.argv[2] == "wide")
+        with_trainer(fulmen.Trainer, MODE)

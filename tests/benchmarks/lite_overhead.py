@@ -1,7 +1,7 @@
 """Benchmark: a Lite loop against the same plain PyTorch loop, one process, same run.
 
 Tiny MLP 32 -> 64 -> 2, batch 64, 3000 steps, torch.set_num_threads(1), SGD; the loop body is
-identical except for the five Lite changes. Goal: Lite <= 1.03x the plain loop's time per step
+identical except for the five Lite changes. Goal: Lite <= 1.01x the plain loop's time per step
 (2 processes under ddp are measured by ddp.py).
 
     .venv/bin/python tests/benchmarks/lite_overhead.py
@@ -21,7 +21,7 @@ from trainer_overhead import STEPS, make_loader, make_net, plain
 
 import fulmen
 
-REPEATS = 7
+REPEATS = 11
 
 
 class Loop(fulmen.Lite):
@@ -56,7 +56,7 @@ def main() -> None:
     lite = statistics.median(rows["lite"])
     print(f"tiny MLP, {STEPS} steps, batch 64, 1 thread, median of {REPEATS}")
     print(f"  plain  {base * 1e6:7.1f} us/step  1.000x")
-    print(f"  lite   {lite * 1e6:7.1f} us/step  {lite / base:5.3f}x (goal <= 1.03x)")
+    print(f"  lite   {lite * 1e6:7.1f} us/step  {lite / base:5.3f}x (goal <= 1.01x)")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from fulmen import arguments, compiling, storage
+from fulmen import arguments, compiling, quick_exit, storage
 from fulmen.api.async_checkpoint_io import AsyncCheckpointIO
 from fulmen.apply import apply_to_tensors
 from fulmen.connector import SelectionReport, select
@@ -105,6 +105,7 @@ class Lite(SelectionReport):
     ) -> None:
         arguments.check_selection("Lite", accelerator=accelerator, strategy=strategy,
                                   devices=devices)
+        quick_exit.install()
         self._selection = select("Lite", accelerator=accelerator, strategy=strategy,
                                  devices=devices, num_nodes=num_nodes, precision=precision,
                                  plugins=plugins, gpus=gpus, tpu_cores=tpu_cores)
@@ -167,6 +168,7 @@ class Lite(SelectionReport):
         return self.strategy.launch(self._run_in_process, function, *args, **kwargs)
 
     def _run_in_process(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        quick_exit.install()  # in a spawned rank too, where __init__ did not run
         self.strategy.setup_environment()
         self._launched = True
         try:

@@ -46,7 +46,12 @@ class NonFiniteWatch:
         if not self.pending:
             return
         pending, self.pending = self.pending, []
-        finite = torch.isfinite(torch.stack([loss.float().reshape(()) for loss, *_ in pending]))
+        losses = [loss for loss, *_ in pending]
+        try:  # the usual case, 0-dim losses on one device: one op, nothing per loss
+            stacked = torch.stack(losses)
+        except RuntimeError:  # shapes () and (1,) mixed
+            stacked = torch.stack([loss.reshape(()) for loss in losses])
+        finite = torch.isfinite(stacked).reshape(len(losses), -1).all(1)
         if bool(finite.all()):
             return
         first = int((~finite).nonzero()[0])

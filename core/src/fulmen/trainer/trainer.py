@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from fulmen import arguments, compiling, profilers, storage
+from fulmen import arguments, compiling, profilers, quick_exit, storage
 from fulmen.api import RunConfig
 from fulmen.callbacks.base import Callback
 from fulmen.connector import SelectionReport, select
@@ -170,6 +170,7 @@ class Trainer(SelectionReport):
         arguments.check_number("Trainer", "val_check_interval", val_check_interval)
         arguments.check_path("Trainer", "default_root_dir", default_root_dir)
         arguments.check_epochs("Trainer", min_epochs, max_epochs)
+        quick_exit.install()
         self._selection = select("Trainer", accelerator=accelerator, strategy=strategy,
                                  devices=devices, num_nodes=num_nodes, precision=precision,
                                  plugins=plugins, gpus=gpus, tpu_cores=tpu_cores)
@@ -581,6 +582,7 @@ class Trainer(SelectionReport):
     def _run(self, stage: str, model: Module, datamodule: DataModule | None, ckpt_path: Any,
              weights_only: bool, loaders: dict[str, Any], *extra: Any) -> Any:
         """One stage in this process: set-up, restore, loop, teardown."""
+        quick_exit.install()  # in a spawned rank too, where __init__ did not run
         self.state, self.module, self.datamodule = stage, model, datamodule
         self._stage_loaders, self._data_changed = loaders, False
         self.should_stop = False
