@@ -32,14 +32,18 @@ def test_a_privateuse1_backend_is_selected_by_name_and_driven_through_its_module
     assert got["devices"] == ["fakedev:0"]  # one process: single_device on the first device
     assert got["calls"] == [["set_device", 2], ["synchronize", "None"], ["empty_cache"]]
     assert got["stats"] == {"allocated_bytes.all.current": 7}
+    assert got["auto_strategy"] == "ddp"  # several devices with a distributed backend
     assert got["ddp_backend"] == "fakeccl"  # torch's default for the device type
 
 
 @pytest.mark.timeout(150)
-def test_without_a_registered_collectives_backend_ddp_says_what_to_pass():
+def test_without_a_registered_collectives_backend_ddp_is_refused_at_composition():
     got = run()
-    assert "no default distributed backend for 'fakedev'" in got["ddp_error"]
-    assert "process_group_backend=" in got["ddp_error"]
+    error = got["ddp_error"]
+    assert "names no distributed backend for device type 'fakedev'" in error
+    assert "Accelerators with one: " in error and "'cpu'" in error
+    assert "register_backend" in error and "process_group_backend=" in error
+    assert "no plugin answered fulmen_default_strategy" in got["auto_error"]  # and says so
 
 
 def spec(name: str, fallback: bool, aliases: tuple[str, ...] = ()) -> AcceleratorSpec:

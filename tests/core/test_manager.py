@@ -249,7 +249,8 @@ def test_a_hook_wrapper_sees_and_changes_the_result(fake_dists):
         """)
     manager = fake_dists.reload()
     module = sys.modules[manager.plugins["wrapping"].value]
-    kwargs = {"accelerator": "cpu", "num_nodes": 1, "interactive": False}
+    kwargs = {"accelerator": "cpu", "num_nodes": 1, "interactive": False,
+              "distributed_backend": "gloo"}
     assert manager.first_result("fulmen_default_strategy", num_devices=7, **kwargs)[0] == \
         "my_choice"
     assert manager.first_result("fulmen_default_strategy", num_devices=1, **kwargs) == (

@@ -64,7 +64,7 @@ def test_hook_example_is_a_valid_plugin(hook: str, example: str, fake_dists):
     manager.register(plugin, f"example_{hook}")
     assert manager.plugins[f"example_{hook}"].status == "active"
     kwargs = {"environ": {}, "accelerator": "cpu", "num_devices": 1, "num_nodes": 1,
-              "interactive": False}
+              "interactive": False, "distributed_backend": "gloo"}
     if hook == "fulmen_check_selection":
         from fulmen.compose import compose
 

@@ -138,6 +138,17 @@ class _Composer:
                           f"runs on {format_choices(strat.accelerators)}). Strategies for "
                           f"{acc_name!r}: "
                           f"{strategies_for(lambda r: fits(r.accelerators, 'accelerator'))}.")
+            if strat.needs_distributed_backend and acc is not None and \
+                    not acc.distributed_backend:
+                self.fail(f"strategy {strat_name!r} joins a torch.distributed process group, and "
+                          f"accelerator {acc_name!r} names no distributed backend for device "
+                          f"type {acc.device_type!r}. Accelerators with one: "
+                          + format_choices(self.catalog.matching(
+                              "accelerator", lambda r: bool(r.distributed_backend)))
+                          + ". A vendor package registers its backend with torch.distributed."
+                          "Backend.register_backend(..., devices=[...]) before the Trainer or "
+                          "Lite is built; or pass the strategy as an instance with "
+                          "process_group_backend=...")
             if strat.max_devices is not None and num_devices > strat.max_devices:
                 self.fail(f"strategy {strat_name!r} drives at most {strat.max_devices} device(s) "
                           f"per node, but {num_devices} were selected. Strategies for several "
@@ -238,7 +249,8 @@ def compose(accelerator: Any = "auto", strategy: Any = "auto", devices: Any = "a
                               f"nothing runs {len(device_ids)} {acc_name} device(s) on "
                               f"{num_nodes} node(s)", accelerator=acc_name,
                               num_devices=len(device_ids), num_nodes=num_nodes,
-                              interactive=interactive)
+                              interactive=interactive, distributed_backend=(
+                                  acc_entry.record.distributed_backend if acc_entry else ""))
     strat_entry, strat = (c.pick("strategy", strategy, "strategy")
                           if strategy not in (None, "auto") else (None, None))
     prec_value = extra.get("precision", precision)

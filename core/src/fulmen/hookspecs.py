@@ -218,7 +218,8 @@ def fulmen_detect_accelerator() -> str | None:
 
 @hookspec(firstresult=True)
 def fulmen_default_strategy(
-    accelerator: str, num_devices: int, num_nodes: int, interactive: bool
+    accelerator: str, num_devices: int, num_nodes: int, interactive: bool,
+    distributed_backend: str,
 ) -> str | None:
     """Name the strategy ``strategy="auto"`` should use.
 
@@ -226,6 +227,9 @@ def fulmen_default_strategy(
     :param num_devices: devices per node after parsing ``devices``.
     :param num_nodes: number of nodes.
     :param interactive: True in a notebook or REPL, where re-launching the script cannot work.
+    :param distributed_backend: the selected accelerator record's ``distributed_backend``
+        (``""``: none, or the accelerator was passed as an instance). Implementations may leave
+        out parameters they do not use.
     :return: a registered strategy name. Stops at the first non-None result.
 
     Example::

@@ -173,10 +173,23 @@ class Spec:
 
 @dataclass(frozen=True, kw_only=True)
 class AcceleratorSpec(Spec):
-    """An accelerator (``cpu``, ``cuda``...). ``device_type`` is the torch device type it drives."""
+    """An accelerator (``cpu``, ``cuda``...). ``device_type`` is the torch device type it drives.
+
+    distributed_backend: the ``torch.distributed`` backend for that device type (``"gloo"``,
+    ``"nccl"``, a vendor's), or ``""`` when it has none; strategies whose record sets
+    ``needs_distributed_backend`` run only on accelerators that name one.
+    """
 
     kind: ClassVar[str] = "accelerator"
     device_type: str = ""
+    distributed_backend: str = ""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for fname in ("device_type", "distributed_backend"):
+            if not isinstance(getattr(self, fname), str):
+                raise PluginError(f"invalid AcceleratorSpec(name={self.name!r}): {fname} must be "
+                                  f"a string, got {getattr(self, fname)!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,6 +198,9 @@ class StrategySpec(Spec):
     (:meth:`fulmen.Strategy.create_launcher`), not the record's.
 
     accelerators: accelerator names it runs on (empty: any).
+    needs_distributed_backend: it joins a ``torch.distributed`` process group, so it runs only on
+        accelerators whose record names a ``distributed_backend`` (with ``accelerators`` empty:
+        on every such accelerator, including device types added by other packages).
     precisions: precision names it supports (empty: any).
     max_devices: most devices it drives per node (``1`` for ``single_device``); None: no limit.
     multi_node: whether it can span several nodes.
@@ -193,6 +209,7 @@ class StrategySpec(Spec):
 
     kind: ClassVar[str] = "strategy"
     accelerators: Sequence[str] = ()
+    needs_distributed_backend: bool = False
     precisions: Sequence[str] = ()
     max_devices: int | None = None
     multi_node: bool = True
@@ -200,6 +217,10 @@ class StrategySpec(Spec):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if not isinstance(self.needs_distributed_backend, bool):
+            raise PluginError(f"invalid StrategySpec(name={self.name!r}): "
+                              "needs_distributed_backend must be True or False, got "
+                              f"{self.needs_distributed_backend!r}")
         if self.max_devices is not None and (
             not isinstance(self.max_devices, int) or self.max_devices < 1
         ):

@@ -37,17 +37,12 @@ acc.teardown()
 out = {"name": acc.name, "device_type": acc.device_type, "count": acc.auto_device_count(),
        "devices": [str(d) for d in lite.strategy.parallel_devices], "calls": calls,
        "stats": stats, "strategy": lite.strategy.name}
-# The process group's backend for this device type (the ddp family's records name only cpu and
-# cuda, so the strategy is attached by hand here: no process is started).
-from fulmen_environments import LocalEnvironment  # noqa: E402
-from fulmen_strategies import DDPStrategy  # noqa: E402
-
-ddp = DDPStrategy()
-ddp.attach(accelerator=acc, precision=lite.strategy.precision,
-           cluster_environment=LocalEnvironment(),
-           parallel_devices=[torch.device("fakedev", 0), torch.device("fakedev", 1)], num_nodes=1)
-try:
-    out["ddp_backend"] = ddp.backend
-except fulmen.FulmenError as exc:
-    out["ddp_error"] = str(exc)
+# The ddp family on this device type: chosen by strategy="auto" for several devices when torch
+# knows a distributed backend for it, refused at composition (no process started) otherwise.
+for key, strategy in (("auto_strategy", "auto"), ("ddp_backend", "ddp_spawn")):
+    try:
+        chosen = fulmen.Lite(accelerator="fakedev", devices=2, strategy=strategy).strategy
+        out[key] = chosen.name if strategy == "auto" else chosen.backend
+    except fulmen.FulmenError as exc:
+        out[key.replace("strategy", "error").replace("backend", "error")] = str(exc)
 print(json.dumps(out))

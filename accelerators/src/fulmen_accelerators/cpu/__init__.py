@@ -9,6 +9,7 @@ def fulmen_accelerators():
         name="cpu",
         target="fulmen_accelerators.cpu.accelerator:CPUAccelerator",
         device_type="cpu",
+        distributed_backend="gloo",
         description="CPU; devices is the number of processes",
     )
 

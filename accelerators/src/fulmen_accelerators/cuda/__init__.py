@@ -11,6 +11,7 @@ def fulmen_accelerators():
         aliases=["gpu"],
         target="fulmen_accelerators.cuda.accelerator:CUDAAccelerator",
         device_type="cuda",
+        distributed_backend="nccl",
         description="NVIDIA GPUs through CUDA; devices selects GPUs (count, indices, -1)",
     )
 

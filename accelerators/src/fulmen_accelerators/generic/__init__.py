@@ -5,7 +5,10 @@ The record set is computed from torch when the catalog is built, and only when t
 already imported (a Trainer or Lite imports it; so does the vendor package that registers its
 device type): ``import fulmen`` and ``fulmen plugins`` stay free of torch. The records are
 fallbacks (``fallback=True``): a device type another plugin registers (``cpu``, ``cuda``,
-``mps``) keeps that plugin, so no name is registered twice.
+``mps``) keeps that plugin, so no name is registered twice. Each record names torch's default
+distributed backend for its device type, so the ddp family, fsdp and model_parallel run on it
+when the vendor registered one (``torch.distributed.Backend.register_backend(..., devices=[...])``)
+before the first Trainer or Lite was built.
 """
 
 from __future__ import annotations
@@ -28,6 +31,15 @@ def device_types() -> list[str]:
     return [] if current is None else [current.type]
 
 
+def distributed_backend(device_type: str) -> str:
+    """torch.distributed's default backend for ``device_type`` (``""``: none registered yet)."""
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return ""
+    return str(dist.Backend.default_device_backend_map.get(device_type, ""))
+
+
 @hookimpl
 def fulmen_accelerators() -> Iterator[AcceleratorSpec]:
     for device_type in device_types():
@@ -35,6 +47,7 @@ def fulmen_accelerators() -> Iterator[AcceleratorSpec]:
             name=device_type,
             target=TARGET,
             device_type=device_type,
+            distributed_backend=distributed_backend(device_type),
             init_kwargs={"device_type": device_type},
             fallback=True,
             description=f"{device_type} devices through torch.accelerator (generic plugin)",

@@ -30,13 +30,14 @@ _VARIANTS: list[tuple[str, dict[str, object], bool, str]] = [
 def fulmen_strategies():
     for name, kwargs, interactive, description in _VARIANTS:
         yield StrategySpec(name=name, target=_TARGET, init_kwargs=kwargs,
-                           accelerators=["cpu", "cuda"], interactive=interactive,
+                           needs_distributed_backend=True, interactive=interactive,
                            description=f"DistributedDataParallel: {description}")
 
 
 @hookimpl
-def fulmen_default_strategy(accelerator, num_devices, num_nodes, interactive):
-    if accelerator in ("cpu", "cuda") and (num_devices > 1 or num_nodes > 1):
+def fulmen_default_strategy(num_devices, num_nodes, interactive, distributed_backend):
+    """Several devices or nodes on an accelerator with a distributed backend: ddp."""
+    if distributed_backend and (num_devices > 1 or num_nodes > 1):
         return "ddp_notebook" if interactive else "ddp"
     return None
 

@@ -8,7 +8,7 @@ def fulmen_strategies():
     yield StrategySpec(
         name="fsdp",
         target="fulmen_strategies.fsdp.strategy:FSDPStrategy",
-        accelerators=["cpu", "cuda"],
+        needs_distributed_backend=True,
         precisions=["32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true"],
         interactive=False,
         description="Fully Sharded Data Parallel (FSDP2): parameters, gradients and optimizer "

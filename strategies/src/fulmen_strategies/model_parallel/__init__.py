@@ -8,7 +8,7 @@ def fulmen_strategies():
     yield StrategySpec(
         name="model_parallel",
         target="fulmen_strategies.model_parallel.strategy:ModelParallelStrategy",
-        accelerators=["cpu", "cuda"],
+        needs_distributed_backend=True,
         precisions=["32-true", "bf16-mixed", "bf16-true"],
         interactive=False,
         description="2-D DeviceMesh (data_parallel x tensor_parallel): the model applies "
