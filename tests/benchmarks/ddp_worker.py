@@ -7,7 +7,7 @@ the same MLP with Adam for ``STEPS`` optimizer steps of ``BATCH`` samples per ra
 thread counts to the framework (torchrun sets one thread per process).
 
 Each process appends one JSON line to ``$FULMEN_BENCH_OUT`` at exit: its rank (``main`` for a
-process that started ranks without being one, as under ``ddp_spawn``), seconds since the command
+process that started ranks without training, as under ``ddp_spawn``), seconds since the command
 started (``FULMEN_BENCH_T0``) at each mark it passed, samples/s over the steps after ``WARMUP``
 (all ranks together), and its peak resident memory in MB. Marks: ``interpreter`` (this file
 starts running), ``imports`` (torch, the framework and scikit-learn imported), ``composed``
@@ -53,7 +53,10 @@ mark("imports")
 @atexit.register
 def _write() -> None:
     mark("exit")
-    rank = os.environ.get("RANK", "main")
+    # Lightning's launcher sets LOCAL_RANK in its children only: a process that trained and has
+    # neither variable is rank 0; one that did not train started the ranks (ddp_spawn's main).
+    rank = os.environ.get("RANK", os.environ.get("LOCAL_RANK",
+                                                 "0" if "first_step" in MARKS else "main"))
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     with open(os.environ["FULMEN_BENCH_OUT"], "a") as out:
         out.write(json.dumps({"rank": rank, "marks": MARKS, "peak_mb": peak_mb, **RATE}) + "\n")
