@@ -84,7 +84,7 @@ class ThroughputMonitor(Callback):
         throughput = self._throughputs[stage]
         metrics = {f"{stage}{throughput.separator}{k}": v for k, v in throughput.compute().items()}
         # training: the loggers' step axis with ``epoch`` (step None), as Lightning
-        trainer._log_to_loggers(metrics, step)
+        trainer.log_to_loggers(metrics, step)
 
     def on_train_start(self, trainer: Any, module: Any) -> None:
         if trainer.is_global_zero:
@@ -96,8 +96,7 @@ class ThroughputMonitor(Callback):
             return
         self._update(trainer, module, batch, "train")
         # only once the effective batch is done, so the optimizer step's time is included
-        if trainer.global_step != trainer._steps_before_batch or \
-                not module.automatic_optimization:
+        if trainer.batch_stepped or not module.automatic_optimization:
             self._compute(trainer, "train")
 
     def on_validation_start(self, trainer: Any, module: Any) -> None:

@@ -289,7 +289,7 @@ class Trainer(SelectionReport):
         self._restore: dict[str, Any] | None = None
         self._preemption: Preemption | None = None
         self._start_time = 0.0
-        self._steps_before_batch = 0  # global_step when the current training batch began
+        self._steps_before_batch = 0  # global_step when the current training batch began (loops)
         self._stage_loaders: dict[str, Any] = {}  # what the running stage was given
         self._data_changed = False  # a trial ran: evaluation/predict set their data up again
 
@@ -377,6 +377,12 @@ class Trainer(SelectionReport):
         Lightning, so a callback may replace or append one (``StochasticWeightAveraging``
         swaps in its ``SWALR``). The loop reads it at every epoch start."""
         return self._lr_scheduler_configs
+
+    @property
+    def batch_stepped(self) -> bool:
+        """Whether the current training batch ran an optimizer step (it ended an accumulation
+        window), read in ``on_train_batch_end``; False in the batches that only accumulate."""
+        return self.global_step != self._steps_before_batch
 
     @property
     def callback_metrics(self) -> dict[str, torch.Tensor]:
@@ -812,8 +818,10 @@ class Trainer(SelectionReport):
     def _new_results(self, stage: str) -> Results:
         return Results(stage, self.strategy.reduce)
 
-    def _log_to_loggers(self, metrics: dict[str, Any], step: int | None = None) -> None:
-        """To every logger (rank 0). ``step`` None: on the training step axis
+    def log_to_loggers(self, metrics: dict[str, Any], step: int | None = None) -> None:
+        """Send ``metrics`` (name -> number or scalar tensor) to every logger, from rank zero,
+        and record them in ``logged_metrics``: what a callback uses to log values it computes
+        itself (``ThroughputMonitor``). ``step`` None: on the training step axis
         (``batches_that_stepped``), with ``epoch`` added (Lightning's rule); an explicit step
         (evaluation values logged per batch) gets no ``epoch``."""
         if not metrics:
@@ -838,7 +846,7 @@ class Trainer(SelectionReport):
         entries = results.entry_for_step_name()
         metrics = {name: value for name, value in results.step_values.items()
                    if entries[name].logger}
-        self._log_to_loggers(metrics)
+        self.log_to_loggers(metrics)
 
     def _log_eval_step_metrics(self, results: Results, step: int) -> None:
         """Validation/test values logged with ``on_step=True`` (``name_step`` when also per
@@ -846,7 +854,7 @@ class Trainer(SelectionReport):
         this validate/test call, as Lightning); not to callback metrics (Lightning keeps
         per-batch evaluation values out of them)."""
         entries = results.entry_for_step_name()
-        self._log_to_loggers({name: value for name, value in results.step_values.items()
+        self.log_to_loggers({name: value for name, value in results.step_values.items()
                               if entries[name].logger}, step)
 
     def _finish_results(self, results: Results, log: bool = True) -> dict[str, torch.Tensor]:
@@ -861,7 +869,7 @@ class Trainer(SelectionReport):
             if entry.logger:
                 to_log[name] = value
         if log:
-            self._log_to_loggers(to_log)
+            self.log_to_loggers(to_log)
         return finished
 
     # ------------------------------------------------------------------ checkpoints
