@@ -97,8 +97,8 @@ class LearningRateMonitor(Callback):
         for optimizer, group_names in zip(without, optimizer_names):
             stats.update(self._optimizer_stats(optimizer, group_names))
         device = trainer.strategy.root_device
-        trainer._metrics.update({k: torch.tensor(float(v), device=device)
-                                 for k, v in stats.items()})
+        trainer.callback_metrics.update({k: torch.tensor(float(v), device=device)
+                                         for k, v in stats.items()})
         return stats
 
     def _optimizer_stats(self, optimizer: torch.optim.Optimizer,

@@ -233,6 +233,31 @@ class Results:
         self._pending = dict(state)
 
 
+class CallbackMetrics(dict[str, Any]):
+    """What ``trainer.callback_metrics`` returns: the latest values, computed when read, whose
+    writes (``[name] = value``, ``update``) also land in the Trainer's metrics, as Lightning's
+    callbacks expect (``LearningRateMonitor`` adds ``lr-Adam`` for ``ModelCheckpoint`` to
+    monitor). Removing a key affects only this copy."""
+
+    def __init__(self, values: dict[str, Any], target: dict[str, Any]) -> None:
+        super().__init__(values)
+        self._target = target
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        super().__setitem__(name, value)
+        self._target[name] = value
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        new = dict(*args, **kwargs)
+        super().update(new)
+        self._target.update(new)
+
+    def setdefault(self, name: str, default: Any = None) -> Any:
+        if name not in self:
+            self[name] = default
+        return self[name]
+
+
 def _infer_batch_size(batch: Any) -> int:
     if isinstance(batch, torch.Tensor):
         return int(batch.shape[0]) if batch.ndim else 1

@@ -29,7 +29,7 @@ from fulmen.trainer.hooks import HookTable
 from fulmen.trainer.optim import LRSchedulerConfig, OptimizerWrapper, parse_optimizers
 from fulmen.trainer.preemption import Preempted, Preemption, hpc_checkpoints
 from fulmen.trainer.progress import FitProgress
-from fulmen.trainer.results import Results
+from fulmen.trainer.results import CallbackMetrics, Results
 from fulmen.utilities.rank_zero import set_rank
 
 
@@ -386,7 +386,9 @@ class Trainer(SelectionReport):
 
     @property
     def callback_metrics(self) -> dict[str, torch.Tensor]:
-        """Latest value of everything logged: step values during an epoch, then epoch values."""
+        """Latest value of everything logged: step values during an epoch, then epoch values.
+        Values a callback writes here (``trainer.callback_metrics.update(...)``, as Lightning's
+        callbacks do) are kept, for ``ModelCheckpoint``/``EarlyStopping`` to monitor."""
         out = dict(self._metrics)
         results = self._train_results
         if results is not None:
@@ -396,7 +398,7 @@ class Trainer(SelectionReport):
                     out[entry.step_name] = value
                     if entry.on_epoch:
                         out[entry.name] = value
-        return out
+        return CallbackMetrics(out, self._metrics)
 
     @property
     def should_update_logs(self) -> bool:
