@@ -316,7 +316,12 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
     epoch = trainer.current_epoch
     ran = False
     losses = 0
-    step_schedulers = any(c.interval == "step" for c in trainer._lr_scheduler_configs)
+    _check_scheduler_steps(trainer)
+    # Lightning: step-interval plateau schedulers step after that batch's validation
+    step_schedulers = any(c.interval == "step" and not c.needs_metric
+                          for c in trainer._lr_scheduler_configs)
+    step_plateau = any(c.interval == "step" and c.needs_metric
+                       for c in trainer._lr_scheduler_configs)
     epoch_schedulers = any(c.interval == "epoch" and not c.needs_metric
                            for c in trainer._lr_scheduler_configs)
     loggers = bool(trainer.loggers)
@@ -326,10 +331,12 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
         else None
     output: Any = None
     batch_idx = start - 1
+    exhausted = False
     for batch_idx in range(start, int(n_batches)) if n_batches != math.inf else _count(start):
         try:
             batch = next(iterator)
         except StopIteration:
+            exhausted = True
             break
         if transfer is not None:
             batch = transfer(batch, 0)
@@ -394,7 +401,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             if (manual_loss := loss_of_output(output)) is not None:
                 watch.record(manual_loss, epoch, before, batch_idx)
         if stepped and step_schedulers:
-            _step_schedulers(trainer, "step")
+            _step_schedulers(trainer, "step", plateau=False)
         # Lightning: epoch schedulers step at the last batch (not in a forward-only epoch)
         if epoch_schedulers and batch_idx + 1 == n_batches and not forward_only:
             _step_schedulers(trainer, "epoch", plateau=False)
@@ -417,6 +424,8 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             with preserved_rng():
                 evaluate(trainer, "validate", val[0], val[1], during_fit=True)
             trainer._results = results
+        if stepped and step_plateau:
+            _step_schedulers(trainer, "step", plateau=True)
         progress.batches_that_stepped += progress.uncounted
         progress.uncounted = 0
         total += 1
@@ -431,7 +440,8 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
                       "loss (a tensor, or a dict with 'loss'); None skips a batch",
                       stacklevel=2)
     watch.check()
-    _end_train_epoch(trainer, results)
+    # Lightning: epoch-interval plateau schedulers step only after a complete epoch
+    _end_train_epoch(trainer, results, complete=exhausted or batches.completed >= n_batches)
     return total
 
 
@@ -458,7 +468,7 @@ def _count(start: int) -> Iterator[int]:
         i += 1
 
 
-def _end_train_epoch(trainer: Trainer, results: Any) -> None:
+def _end_train_epoch(trainer: Trainer, results: Any, complete: bool = True) -> None:
     hooks = trainer._hooks
     assert hooks is not None
     progress = trainer._progress
@@ -467,10 +477,43 @@ def _end_train_epoch(trainer: Trainer, results: Any) -> None:
     hooks.before_monitors("on_train_epoch_end")
     trainer._finish_results(results)  # what on_train_epoch_end logged
     progress.batches_that_stepped += 1
-    _step_schedulers(trainer, "epoch", plateau=True)
+    if complete:
+        _step_schedulers(trainer, "epoch", plateau=True)
     trainer._progress.finish_epoch()
     hooks.monitors("on_train_epoch_end")
     trainer._results = None
+
+
+def _check_scheduler_steps(trainer: Trainer) -> None:
+    """Before the first batch: refuse a custom scheduler whose ``step`` cannot be called as
+    the Trainer calls it, unless the module steps it itself (``lr_scheduler_step``)."""
+    module = trainer.module
+    assert module is not None
+    if not module.automatic_optimization or _overridden(module, "lr_scheduler_step"):
+        return
+    torch_types = (torch.optim.lr_scheduler.LRScheduler,
+                   torch.optim.lr_scheduler.ReduceLROnPlateau)
+    for config in trainer._lr_scheduler_configs:
+        scheduler = config.scheduler
+        if isinstance(scheduler, torch_types):
+            continue
+        try:
+            signature = inspect.signature(scheduler.step)
+        except (TypeError, ValueError):  # a builtin: nothing to check
+            continue
+        args = (0.0,) if config.needs_metric else ()
+        try:
+            signature.bind(*args)
+        except TypeError:
+            name = type(scheduler).__name__
+            call = "with the monitored value alone (step(metric))" if args else \
+                "without arguments"
+            raise ConfigurationError(
+                f"the lr scheduler {name}.step() cannot be called {call}: its signature is "
+                f"{name}.step{signature}, and the Trainer steps it every "
+                f"{config.frequency} {config.interval}(s). Override lr_scheduler_step(scheduler,"
+                f" metric) in {type(module).__name__} to step it yourself, or give step's "
+                "other parameters defaults") from None
 
 
 def _step_schedulers(trainer: Trainer, interval: str, plateau: bool | None = None) -> None:

@@ -52,6 +52,15 @@ def parse_optimizers(result: Any, automatic: bool = True
     (``automatic=False``) the user steps the schedulers: the keys that say when are ignored
     with a warning, and ReduceLROnPlateau needs no ``monitor``."""
     optimizers, configs = _parse(result)
+    for config in configs:
+        attached = getattr(config.scheduler, "optimizer", None)
+        if _is_optimizer(attached) and not any(attached is o for o in optimizers):
+            raise ConfigurationError(
+                f"configure_optimizers returned {_short(result)}: the scheduler "
+                f"{type(config.scheduler).__name__} is attached to an optimizer that "
+                f"configure_optimizers did not return ({type(attached).__name__} at "
+                f"{id(attached):#x}), so stepping it would change nothing that trains. Build "
+                f"the scheduler on one of the returned optimizers. Return {_FORMS}.")
     if not automatic:
         for config in configs:
             if config.timing_keys:
@@ -60,6 +69,12 @@ def parse_optimizers(result: Any, automatic: bool = True
                               "in training_step or a hook", RuntimeWarning, stacklevel=3)
     if automatic:
         for config in configs:
+            if isinstance(config.scheduler, torch.optim.lr_scheduler.OneCycleLR) and \
+                    config.interval == "epoch":
+                warnings.warn("A OneCycleLR scheduler is using 'interval': 'epoch': it then "
+                              "steps once per epoch, though its total_steps usually counts "
+                              "optimizer steps. Are you sure you didn't mean 'interval': "
+                              "'step'?", RuntimeWarning, stacklevel=3)
             if config.needs_metric and not config.monitor:
                 raise ConfigurationError(
                     f"configure_optimizers returned {_short(result)}: ReduceLROnPlateau needs "
@@ -80,12 +95,14 @@ def _parse(result: Any) -> tuple[list[Any], list[LRSchedulerConfig]]:
         return _from_dicts([result], bad)
     if isinstance(result, list | tuple):
         items = list(result)
+        if len(items) == 2 and isinstance(items[0], list | tuple) and items[0] and all(
+                _is_optimizer(o) for o in items[0]) and not _is_optimizer(items[1]):
+            # (optimizers, schedulers); Lightning also takes one scheduler (or dict) alone
+            schedulers = items[1] if isinstance(items[1], list | tuple) else [items[1]]
+            return list(items[0]), [_scheduler_config(s, bad) for s in schedulers]
         if len(items) == 2 and isinstance(items[0], list | tuple) and isinstance(
                 items[1], list | tuple):
-            optimizers = list(items[0])
-            if not optimizers or not all(_is_optimizer(o) for o in optimizers):
-                raise bad("the first list must hold torch.optim.Optimizer objects")
-            return optimizers, [_scheduler_config(s, bad) for s in items[1]]
+            raise bad("the first list must hold torch.optim.Optimizer objects")
         if items and all(isinstance(i, Mapping) for i in items):
             return _from_dicts(items, bad)
         if items and all(_is_optimizer(i) for i in items):
