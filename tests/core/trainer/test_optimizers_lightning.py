@@ -56,39 +56,17 @@ from typing import Any
 
 import pytest
 import torch
+from boring import BoringModel, RandomDataset
 from torch import optim
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader
 
 import fulmen
 from fulmen.callbacks import ModelCheckpoint
 from fulmen.errors import ConfigurationError
 
 
-class Boring(fulmen.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.layer = torch.nn.Linear(32, 2)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.layer(x)
-
-    def loss(self, predictions: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.mse_loss(predictions, torch.ones_like(predictions))
-
-    def step(self, x: torch.Tensor) -> torch.Tensor:
-        return self(x)
-
-    def training_step(self, batch: Any, batch_idx: int) -> Any:
-        return {"loss": self.loss(self(batch[0]))}
-
-    def validation_step(self, batch: Any, batch_idx: int) -> Any:
-        return {"x": self.loss(self(batch[0]))}
-
-    def test_step(self, batch: Any, batch_idx: int) -> Any:
-        return {"y": self.loss(self(batch[0]))}
-
-    def predict_step(self, batch: Any, batch_idx: int, dataloader_idx: int = 0) -> Any:
-        return self(batch[0])
+class Boring(BoringModel):
+    """Lightning's BoringModel with its optimizer over the layer's parameters."""
 
     def configure_optimizers(self) -> Any:
         optimizer = optim.SGD(self.layer.parameters(), lr=0.1)
@@ -96,7 +74,7 @@ class Boring(fulmen.Module):
 
 
 def data() -> DataLoader:
-    return DataLoader(TensorDataset(torch.randn(64, 32)), batch_size=2)
+    return DataLoader(RandomDataset(32, 64), batch_size=2)
 
 
 def trainer_for(tmp_path: Any, **flags: Any) -> fulmen.Trainer:
@@ -154,7 +132,7 @@ def test_multi_optimizer_with_scheduling(tmp_path):
 
         def training_step(self, batch: Any, batch_idx: int) -> None:
             opt1, opt2 = self.optimizers()
-            loss = self.loss(self.step(batch[0]))
+            loss = self.step(batch)
             opt1.zero_grad()
             opt2.zero_grad()
             self.manual_backward(loss)
@@ -291,7 +269,7 @@ def test_optimizer_return_options(tmp_path, form):
         def training_step(self, batch: Any, batch_idx: int) -> None:
             for opt in self.optimizers():
                 opt.zero_grad()
-                self.manual_backward(self.loss(self(batch[0])))
+                self.manual_backward(self.step(batch))
                 opt.step()
 
     model = Manual() if form in ("opt tuple", "opt list", "list of dicts") else Boring()
