@@ -32,7 +32,7 @@ def same_weights(a: dict[str, Any], b: dict[str, Any], atol: float = 1e-5) -> bo
                          ids=["tp2", "dp2", "dp2xtp2"])
 def test_the_mesh_trains_like_one_process(run_script, devices, dp, tp):
     """Every rank ends with the full weights of a one-process run on the same global batches;
-    data is sharded over data_parallel only; reduce works over the data-parallel group."""
+    data is sharded over data_parallel only; reduce works over every rank (Lightning's)."""
     reference = run_script("model_parallel_lite.py", "--devices", "1")
     assert reference.returncode == 0, reference.stderr
     run = run_script("model_parallel_lite.py", "--devices", str(devices), "--dp", dp,
@@ -45,7 +45,7 @@ def test_the_mesh_trains_like_one_process(run_script, devices, dp, tp):
         assert same_weights(got["weights"], want["weights"]), rank
         group = ranks[(rank // tp_size) * tp_size]  # the first rank of its tensor-parallel group
         assert got["seen"] == group["seen"]  # a tensor-parallel group sees the same samples
-        assert got["sum"] == dp_size  # reduced over the data-parallel group
+        assert got["sum"] == devices  # reduced over every rank, as Lightning does
     shards = [ranks[g * tp_size]["seen"] for g in range(dp_size)]  # two epochs each
     assert sorted(i for shard in shards for i in shard) == sorted(list(range(32)) * 2)
 

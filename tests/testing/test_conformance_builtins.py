@@ -5,7 +5,6 @@ contract fail it within the timeout instead of hanging."""
 from __future__ import annotations
 
 import importlib.util
-import os
 import subprocess
 import sys
 import time
@@ -21,14 +20,11 @@ BUILTIN_DISTRIBUTIONS = {"fulmen-accelerators", "fulmen-strategies", "fulmen-pre
 
 
 def test_every_installed_plugin_passes(tmp_path):
-    """All but ``model_parallel``: the kit's clauses assume data parallelism over every rank
-    (each rank its own samples, reduce over the world), while model_parallel shards data over
-    its data-parallel dimension only and needs the model to parallelise itself on the mesh
-    (tests/strategies/test_model_parallel.py covers it). Open in issue 15/19."""
+    """Every plugin, ``model_parallel`` included: the kit's model parallelises itself on a
+    strategy's ``device_mesh`` and the sampling clause follows ``Strategy.data_parallel_rank``."""
     start = time.monotonic()
-    env = {**os.environ, "FULMEN_DISABLE_PLUGINS": "model_parallel"}
     done = subprocess.run([sys.executable, "-m", "fulmen", "plugins", "--check"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=850, env=env)
+                          capture_output=True, text=True, cwd=tmp_path, timeout=850)
     elapsed = time.monotonic() - start
     print(f"fulmen plugins --check: {elapsed:.1f} s")  # the figure the issue asks for
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
@@ -36,7 +32,8 @@ def test_every_installed_plugin_passes(tmp_path):
     for dist in BUILTIN_DISTRIBUTIONS:
         assert dist in out
     for name in ("strategy ddp_spawn", "strategy fsdp", "strategy deepspeed_stage_3",
-                 "strategy ddp_sharded_spawn", "strategy pipe", "precision bf16-mixed",
+                 "strategy ddp_sharded_spawn", "strategy pipe", "strategy model_parallel",
+                 "precision bf16-mixed",
                  "environment torchelastic", "accelerator cpu"):
         assert name in out, name
     if importlib.util.find_spec("horovod") is None:

@@ -66,6 +66,16 @@ def test_check_prints_a_table_of_clauses_and_exits_zero(capsys):
     assert re.search(r"7 names: \d+ clauses passed, 0 failed, \d+ skipped, in [\d.]+ s", out)
 
 
+@pytest.mark.timeout(240)
+def test_a_model_parallel_strategy_passes_on_two_processes():
+    """The kit's model parallelises itself on ``Strategy.device_mesh`` (tensor parallelism over
+    2 ranks here), and ranks of one data-parallel replica must see the same samples."""
+    report = check(["model_parallel"])
+    verdicts = {r.clause: r.status for r in report.results}
+    assert report.ok, report.as_dict()
+    assert verdicts["strategy.trainer_processes"] == verdicts["strategy.lite_processes"] == "pass"
+
+
 def test_report_as_data_with_the_fix_of_each_clause():
     report = check(["cpu"])
     assert report.ok and report.seconds > 0

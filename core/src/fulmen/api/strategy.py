@@ -120,6 +120,19 @@ class Strategy(Named, ABC):
         return self.global_rank == 0
 
     @property
+    def data_parallel_size(self) -> int:
+        """How many replicas see different data (the distributed sampler's ``num_replicas``).
+        Default: the world size; a strategy that splits the model itself across ranks (tensor
+        parallelism) has fewer."""
+        return self.world_size
+
+    @property
+    def data_parallel_rank(self) -> int:
+        """This process's index among the ``data_parallel_size`` replicas: ranks with the same
+        one see the same batches. Default: the global rank."""
+        return self.global_rank
+
+    @property
     @abstractmethod
     def root_device(self) -> torch.device:
         """The device this process computes on."""

@@ -26,13 +26,20 @@ def note(at_rank: int, **fields: Any) -> None:
         handle.write(json.dumps(fields, default=str) + "\n")
 
 
+class Joined(fulmen.Callback):
+    """Notes that this rank got past launching and joining (``setup`` runs after both)."""
+
+    def setup(self, trainer: Any, module: Any, stage: str) -> None:
+        note(trainer.global_rank, phase="trainer", event="joined", rank=trainer.global_rank)
+
+
 def trainer_end(module: models.KitModule) -> None:
     """In every rank at the end of ``fit``: collectives, then a checkpoint saved and read back."""
     trainer = module.trainer
     strategy = trainer.strategy
     rank = strategy.global_rank
     note(rank, phase="trainer", event="trained", rank=rank, world_size=strategy.world_size,
-         steps=module.steps, seen=module.seen)
+         data_rank=strategy.data_parallel_rank, steps=module.steps, seen=module.seen)
     note(rank, phase="trainer", event="collectives", problems=collective_problems(trainer))
     path = Path(os.environ[FOLDER_VARIABLE]) / "fit.ckpt"  # KitModule saved it
     problem = ""
@@ -42,7 +49,8 @@ def trainer_end(module: models.KitModule) -> None:
         weights = models.flat(strategy.module_state_dict())
         if not isinstance(saved, dict) or "state_dict" not in saved:
             problem = (f"load_checkpoint returned {type(saved).__name__} without 'state_dict'")
-        elif rank == 0 and not models.close(models.flat(saved["state_dict"]), weights):
+        # on every rank: gathering a sharded tensor (DTensor.full_tensor) is a collective
+        elif not models.close(models.flat(saved["state_dict"]), weights) and rank == 0:
             # rank zero holds the full state (sharded strategies may gather it there only)
             problem = "the checkpoint's state_dict differs from module_state_dict()"
     except Exception as exc:
@@ -55,14 +63,14 @@ def lite_run(lite: fulmen.Lite, folder: str) -> None:
     note(rank, phase="lite", event="started", rank=rank, world_size=lite.world_size)
     out = models.lite_train(lite, folder)
     note(rank, phase="lite", event="trained", rank=rank, world_size=lite.world_size,
-         steps=len(out["losses"]), seen=out["seen"],
+         data_rank=lite.strategy.data_parallel_rank, steps=len(out["losses"]), seen=out["seen"],
          restored=models.close(out["restored"], out["weights"]))
     note(rank, phase="lite", event="collectives", problems=collective_problems(lite))
 
 
 def main(name: str, accelerator: str, folder: str) -> None:
     trainer = fulmen.Trainer(accelerator=accelerator, devices=2, strategy=name, max_steps=2,
-                             **trainer_args(Path(folder)))
+                             callbacks=[Joined()], **trainer_args(Path(folder)))
     trainer.fit(models.KitModule(folder, "fit", at_train_end=trainer_end))
     lite = fulmen.Lite(accelerator=accelerator, devices=2, strategy=name)
     lite.launch(lite_run, folder)

@@ -33,6 +33,35 @@ def make_net() -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
 
 
+def parallelize_on(net: torch.nn.Module, mesh: Any) -> torch.nn.Module:
+    """Parallelise ``make_net()``'s network on a strategy's ``device_mesh``, as a user's
+    ``configure_model`` (Trainer) or code before ``setup_module`` (Lite) would: a
+    ``"tensor_parallel"`` dimension splits the first layer by columns and the last by rows; a
+    ``"data_parallel"`` dimension (or a 1-D mesh without those names) gets ``fully_shard``. A
+    network that is already parallelised is returned as it is."""
+    from torch.distributed.tensor import DTensor
+
+    if mesh is None or any(isinstance(p, DTensor) for p in net.parameters()):
+        return net
+    names = tuple(mesh.mesh_dim_names or ())
+    if "tensor_parallel" in names and mesh["tensor_parallel"].size() > 1:
+        from torch.distributed.tensor.parallel import (
+            ColwiseParallel,
+            RowwiseParallel,
+            parallelize_module,
+        )
+
+        parallelize_module(net, mesh["tensor_parallel"],
+                           {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    shard_over = mesh["data_parallel"] if "data_parallel" in names else (
+        mesh if mesh.ndim == 1 and "tensor_parallel" not in names else None)
+    if shard_over is not None and shard_over.size() > 1:
+        from torch.distributed.fsdp import fully_shard
+
+        fully_shard(net, mesh=shard_over)
+    return net
+
+
 def loader() -> DataLoader[Any]:
     return DataLoader(Indexed(), batch_size=4)
 
@@ -49,6 +78,10 @@ class KitModule(fulmen.Module):
         self.steps = 0
         self.seen: list[int] = []
         self.start: dict[str, Any] = {}
+
+    def configure_model(self) -> None:
+        """On a strategy with a device mesh, the model parallelises itself (as users do)."""
+        parallelize_on(self.net, self.device_mesh)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
@@ -106,7 +139,8 @@ def close(a: list[float], b: list[float], tol: float = 1e-3) -> bool:
 
 def lite_train(lite: fulmen.Lite, folder: str, steps: int = 2) -> dict[str, Any]:
     """Train ``steps`` batches with Lite, save, load into a new module; what each rank saw."""
-    model = lite.setup_module(make_net())
+    mesh = lite.strategy.device_mesh  # a mesh strategy expects a parallelised model
+    model = lite.setup_module(parallelize_on(make_net(), mesh))
     optimizer = lite.setup_optimizers(torch.optim.SGD(model.parameters(), lr=0.1))
     data = lite.setup_dataloaders(loader())
     seen: list[int] = []
@@ -122,7 +156,7 @@ def lite_train(lite: fulmen.Lite, folder: str, steps: int = 2) -> dict[str, Any]
         losses.append(float(loss.detach()))
     path = Path(folder) / "lite.ckpt"
     lite.save(path, {"model": model, "optimizer": optimizer, "step": steps})
-    restored = lite.setup_module(make_net())
+    restored = lite.setup_module(parallelize_on(make_net(), mesh))
     rest = lite.load(path, {"model": restored})
     return {"seen": seen, "losses": losses, "rest": rest,
             "weights": flat(model.state_dict()), "restored": flat(restored.state_dict())}

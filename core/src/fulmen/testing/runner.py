@@ -262,9 +262,7 @@ class Runner:
                         if e["steps"] != 2]
             problems += [f"rank {r} reports world size {e['world_size']}, not {world}"
                          for r, e in trained.items() if e["world_size"] != world]
-            seen = [set(e["seen"]) for e in trained.values()]
-            if any(a & b for i, a in enumerate(seen) for b in seen[i + 1:]):
-                problems.append("the ranks trained on the same samples (no distributed sampler)")
+            problems += sampling_problems(trained)
             for r, e in events(phase, "checkpoint").items():
                 if e.get("problem"):
                     problems.append(f"rank {r} checkpoint: {e['problem']}")
@@ -276,8 +274,11 @@ class Runner:
             if len(gathered) == world:
                 self.note(t, "strategy.collectives", FAIL if problems else PASS,
                           "; ".join(f"{world} processes, {p}" for p in problems))
-        reported = {e["rank"] for e in [*events("trainer", "trained").values(),
+        reported = {e["rank"] for e in [*events("trainer", "joined").values(),
+                                        *events("trainer", "trained").values(),
                                         *events("lite", "started").values()]}
+        broke = [c for c in PROCESS_CLAUSES[1:]
+                 if self.verdicts.get((t.kind, t.name, c), (PASS,))[0] == FAIL]
         if not any(ranks.values()):
             self.note(t, "strategy.processes", FAIL,
                       f"no rank reported: the strategy declares world size {world} for "
@@ -288,10 +289,28 @@ class Runner:
         elif reported != set(range(world)):
             self.note(t, "strategy.processes", FAIL,
                       f"only ranks {sorted(reported)} of {world} reported{suffix}")
-        elif failure:
+        elif failure and not broke:  # else the clause that broke already carries it
             self.note(t, "strategy.processes", FAIL, failure)
         else:
             self.note(t, "strategy.processes", PASS, f"{world} processes")
+
+
+def sampling_problems(trained: dict[int, dict[str, Any]]) -> list[str]:
+    """Ranks of different data-parallel replicas (``Strategy.data_parallel_rank``) must see
+    different samples; ranks of one replica (tensor parallelism) the same ones."""
+    problems = []
+    ranks = sorted(trained)
+    for i, a in enumerate(ranks):
+        for b in ranks[i + 1:]:
+            one, two = trained[a], trained[b]
+            same_replica = one.get("data_rank", a) == two.get("data_rank", b)
+            if same_replica and one["seen"] != two["seen"]:
+                problems.append(f"ranks {a} and {b} share data_parallel_rank "
+                                f"{one.get('data_rank')} but trained on different samples")
+            elif not same_replica and set(one["seen"]) & set(two["seen"]):
+                problems.append(f"ranks {a} and {b} trained on the same samples (no "
+                                "distributed sampler)")
+    return problems
 
 
 def run_job(job: dict[str, Any], folder: Path, timeout: float,

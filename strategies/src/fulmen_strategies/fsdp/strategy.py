@@ -298,6 +298,9 @@ class FSDPStrategy(ParallelStrategy):
             get_optimizer_state_dict,
         )
 
+        owned = {id(p) for p in self.module.parameters()}  # Lite may hold several modules
         return {"state_dict": get_model_state_dict(self.module),
                 "optimizer_states": [get_optimizer_state_dict(self.module, o)
-                                     for o in self.optimizers]}
+                                     for o in self.optimizers
+                                     if all(id(p) in owned for g in o.param_groups
+                                            for p in g["params"])]}

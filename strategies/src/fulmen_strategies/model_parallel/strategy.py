@@ -10,7 +10,9 @@ The strategy builds ``device_mesh`` with Lightning's dimension names, ``("data_p
 data-parallel group per node, tensor parallelism across the devices of a node) or ints whose
 product is the world size. Data is sharded over the data-parallel dimension only: the ranks of a
 tensor-parallel group see the same batches. ``reduce`` (and so ``self.log(sync_dist=True)``)
-reduces over the data-parallel group. ``activation_checkpointing_policy``: module classes (or
+reduces over every rank, as in Lightning: a mean is the data-parallel mean (the ranks of a
+tensor-parallel group hold the same value), a sum counts each tensor-parallel rank.
+``activation_checkpointing_policy``: module classes (or
 a predicate) whose activations are recomputed in backward. Modules created on the meta device
 are materialised on each rank after parallelising (``to_empty`` + ``reset_parameters``), so no
 rank ever holds the whole model. Checkpoints: a ``torch.distributed.checkpoint`` directory
@@ -25,7 +27,6 @@ from datetime import timedelta
 from typing import Any
 
 import torch
-import torch.distributed as dist
 
 from fulmen import ConfigurationError
 from fulmen_strategies import activation_checkpointing as ac
@@ -33,8 +34,6 @@ from fulmen_strategies import samplers
 from fulmen_strategies.fsdp.strategy import FSDPStrategy
 
 MESH_DIMS = ("data_parallel", "tensor_parallel")
-_OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN,
-        "mean": dist.ReduceOp.SUM}
 
 
 class ModelParallelStrategy(FSDPStrategy):
@@ -57,8 +56,9 @@ class ModelParallelStrategy(FSDPStrategy):
                 raise ConfigurationError(f"ModelParallelStrategy({name}={value!r}): give an "
                                          "int >= 1 or 'auto'")
         self.parallelize_fn = parallelize_fn
-        self.data_parallel_size = data_parallel_size
-        self.tensor_parallel_size = tensor_parallel_size
+        #: the sizes as given (ints or "auto"); ``mesh_shape()`` resolves them
+        self.requested_sizes: tuple[int | str, int | str] = (data_parallel_size,
+                                                             tensor_parallel_size)
         self.save_distributed_checkpoint = save_distributed_checkpoint
         self._mesh: Any = None
 
@@ -67,7 +67,7 @@ class ModelParallelStrategy(FSDPStrategy):
     def mesh_shape(self) -> tuple[int, int]:
         """``(data_parallel_size, tensor_parallel_size)`` resolved against the world size."""
         world, per_node = self.world_size, self.world_size // max(self.num_nodes, 1)
-        dp, tp = self.data_parallel_size, self.tensor_parallel_size
+        dp, tp = self.requested_sizes
         if dp == "auto" and tp == "auto":
             dp, tp = max(self.num_nodes, 1), per_node
         elif dp == "auto":
@@ -76,8 +76,8 @@ class ModelParallelStrategy(FSDPStrategy):
             tp = world // int(dp) if world % int(dp) == 0 else 0
         if int(dp) * int(tp) != world:
             raise ConfigurationError(
-                f"ModelParallelStrategy(data_parallel_size={self.data_parallel_size!r}, "
-                f"tensor_parallel_size={self.tensor_parallel_size!r}) on {world} processes: "
+                f"ModelParallelStrategy(data_parallel_size={self.requested_sizes[0]!r}, "
+                f"tensor_parallel_size={self.requested_sizes[1]!r}) on {world} processes: "
                 "the product of the two sizes must equal the world size (devices x num_nodes); "
                 f"for example {_factorizations(world)}")
         return int(dp), int(tp)
@@ -103,6 +103,10 @@ class ModelParallelStrategy(FSDPStrategy):
 
         if self._mesh is None:
             self._mesh = init_device_mesh(self.root_device.type, shape, mesh_dim_names=MESH_DIMS)
+
+    @property
+    def data_parallel_size(self) -> int:
+        return self.mesh_shape()[0]
 
     @property
     def data_parallel_rank(self) -> int:
@@ -136,22 +140,10 @@ class ModelParallelStrategy(FSDPStrategy):
 
     def process_dataloader(self, dataloader: Any, stage: str, use_distributed_sampler: bool
                            ) -> Any:
-        dp = self.mesh_shape()[0]
+        dp = self.data_parallel_size
         if not use_distributed_sampler or dp == 1:
             return dataloader
         return samplers.distribute(dataloader, stage, dp, self.data_parallel_rank)
-
-    def reduce(self, tensor: Any, reduce_op: str = "mean") -> Any:
-        if not self.distributed:
-            return tensor
-        from fulmen_strategies import collectives
-
-        value, op = collectives.reduce_operand(tensor, reduce_op, self.root_device,
-                                               {k: k for k in _OPS})
-        dp = self.mesh_shape()[0]
-        group = self.device_mesh["data_parallel"].get_group()
-        dist.all_reduce(value, _OPS[op], group=group)
-        return value / dp if op == "mean" else value
 
 
 def _is_parallelized(module: torch.nn.Module) -> bool:
