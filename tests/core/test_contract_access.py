@@ -224,3 +224,30 @@ def test_the_contracts_page_names_every_public_member_of_every_base_class() -> N
     missing += [f"RunConfig.{f.name}" for f in dataclasses.fields(RunConfig)
                 if f"`{f.name}`" not in page]
     assert not missing, f"docs/plugin-contracts.md does not document: {missing}"
+
+
+def trainer_private_reads(tree: ast.AST) -> list[str]:
+    """``<...>trainer._name`` reads (``trainer._x``, ``self.trainer._x``, ``self._trainer._x``)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            base = ast.unparse(node.value).rpartition(".")[2]
+            if base in ("trainer", "_trainer"):
+                found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_nothing_reads_the_trainers_private_state() -> None:
+    """The Trainer's collaborators — ``Module``, the loops, the hook table, optimization,
+    metrics, callbacks, the tuner — use its public members only (``trainer.metrics``,
+    ``trainer.optimization``, ``trainer.run_state``, ``trainer.hooks``...)."""
+    src = ROOT / "core" / "src" / "fulmen"
+    found = [f"{f.relative_to(ROOT)}:{line}" for f in sorted(src.rglob("*.py"))
+             if f != src / "trainer" / "trainer.py"
+             for line in trainer_private_reads(ast.parse(f.read_text()))]
+    assert not found, "reads of Trainer privates:\n  " + "\n  ".join(found)
+
+
+def test_the_trainer_check_catches_a_private_read() -> None:
+    snippet = ast.parse("def f(self):\n    self.trainer._results.log()\n    self._trainer = 1\n")
+    assert trainer_private_reads(snippet) == ["2: self.trainer._results"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from fulmen.hparams import AttributeDict, as_mapping, init_arguments, select
+from fulmen.hparams import AttributeDict, HasHyperparameters, as_mapping, init_arguments, select
 
 
-class DataModule:
+class DataModule(HasHyperparameters):
     """Override ``prepare_data`` (download, once per node), ``setup(stage)`` (split, per
     process) and the ``*_dataloader`` methods you need."""
 

@@ -21,6 +21,17 @@ class AttributeDict(dict):
         self[key] = value
 
 
+class HasHyperparameters:
+    """What records its constructor arguments in ``hparams`` (``fulmen.Module`` and
+    ``fulmen.DataModule`` through ``save_hyperparameters``): a checkpoint stores a reference
+    to such an object as its class and ``hparams`` (:mod:`fulmen.references`)."""
+
+    @property
+    def hparams(self) -> AttributeDict:
+        """The recorded constructor arguments (empty when none were saved)."""
+        raise NotImplementedError
+
+
 def init_arguments(frame: types.FrameType, owner: object) -> dict[str, Any]:
     """The arguments of the ``__init__`` running in ``frame`` (and its callers for the same
     object, so subclasses contribute theirs)."""

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from fulmen.errors import ConfigurationError, FulmenError
-from fulmen.hparams import AttributeDict, as_mapping, init_arguments, select
+from fulmen.hparams import (
+    AttributeDict,
+    HasHyperparameters,
+    as_mapping,
+    init_arguments,
+    select,
+)
 
 if TYPE_CHECKING:
     from fulmen.trainer.trainer import Trainer
@@ -72,7 +78,7 @@ class Hooks:
         ``configure_optimizers`` in every stage, so make it idempotent."""
 
 
-class Module(Hooks, torch.nn.Module):
+class Module(Hooks, HasHyperparameters, torch.nn.Module):
     """Base class for models trained by ``fulmen.Trainer``."""
 
     prepare_data_per_node: bool = True
@@ -310,7 +316,7 @@ class Module(Hooks, torch.nn.Module):
         ``metric_attribute`` are accepted for Lightning code: the group is always every
         process, and Metric objects are found without the attribute name.
         """
-        results = self._trainer._results if self._trainer is not None else None
+        results = self._trainer.metrics.current if self._trainer is not None else None
         if results is None:
             raise FulmenError(f"self.log({name!r}, ...) was called outside a Trainer hook; "
                               "log from training_step, validation_step, test_step or hooks")
@@ -348,12 +354,12 @@ class Module(Hooks, torch.nn.Module):
 
     def optimizers(self, use_wrapper: bool = True) -> Any:
         """The optimizer(s) from ``configure_optimizers``; a single one is returned alone."""
-        opts = self.trainer._optimizers_for_user(use_wrapper)
+        opts = self.trainer.optimization.for_user(use_wrapper)
         return opts[0] if len(opts) == 1 else opts
 
     def lr_schedulers(self) -> Any:
         """The scheduler(s) from ``configure_optimizers`` (None if there are none)."""
-        schedulers = [c.scheduler for c in self.trainer._lr_scheduler_configs]
+        schedulers = [c.scheduler for c in self.trainer.lr_scheduler_configs]
         if not schedulers:
             return None
         return schedulers[0] if len(schedulers) == 1 else schedulers
@@ -368,7 +374,7 @@ class Module(Hooks, torch.nn.Module):
     def manual_backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
         """``loss.backward()`` through the strategy and precision (use with
         ``automatic_optimization = False``)."""
-        self.trainer._backward(loss, *args, **kwargs)
+        self.trainer.optimization.backward(loss, *args, **kwargs)
 
     def clip_gradients(self, optimizer: Any, gradient_clip_val: int | float | None = None,
                        gradient_clip_algorithm: str | None = None) -> None:

@@ -91,9 +91,9 @@ def _init_args(module: Any) -> dict[str, Any]:
     """The constructor arguments of ``module``: its own recorded hyper-parameters (a fulmen
     Module), else the attributes named like the constructor's parameters — checked by
     re-creating it and comparing the ``repr`` and parameter shapes."""
-    from fulmen.module import Module
+    from fulmen.hparams import HasHyperparameters
 
-    if isinstance(module, Module) and module.hparams:
+    if isinstance(module, HasHyperparameters) and module.hparams:
         return dict(module.hparams)
     cls = type(module)
     args: dict[str, Any] = {}

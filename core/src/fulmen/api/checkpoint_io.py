@@ -90,10 +90,6 @@ def safe_load(path: PathLike, map_location: Any | None = None,
     except pickle.UnpicklingError as exc:
         if not weights_only:
             raise safety.damage_error(path, exc) from exc
-        raise safety.refusal(path, exc, TRUST_HINT) from exc
+        raise safety.refusal(path, exc, safety.TRUST_HINT) from exc
     except (RuntimeError, EOFError, ValueError, OSError) as exc:
         raise safety.damage_error(path, exc) from exc
-
-
-TRUST_HINT = (" If you trust the file, load it with weights_only=False (for example "
-              "trainer.fit(model, ckpt_path=..., weights_only=False)).")

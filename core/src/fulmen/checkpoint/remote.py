@@ -58,7 +58,6 @@ def load(url: str, map_location: Any = None, weights_only: bool = True) -> Any:
 
     import torch
 
-    from fulmen.api.checkpoint_io import TRUST_HINT
     from fulmen.checkpoint import safety
 
     fs, path = filesystem(url, what="checkpoint")
@@ -71,7 +70,7 @@ def load(url: str, map_location: Any = None, weights_only: bool = True) -> Any:
                           weights_only=weights_only)
     except pickle.UnpicklingError as exc:
         if weights_only and safety.refused_global(exc):
-            raise safety.unsafe_error(url, exc, TRUST_HINT) from exc
+            raise safety.unsafe_error(url, exc, safety.TRUST_HINT) from exc
         raise safety.CorruptCheckpointError(f"checkpoint {url!r} is truncated or corrupt "
                                             f"({str(exc).strip().splitlines()[0]})") from exc
     except (RuntimeError, EOFError, ValueError) as exc:

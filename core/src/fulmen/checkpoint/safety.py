@@ -19,6 +19,9 @@ from typing import Any
 
 from fulmen.errors import ConfigurationError
 
+TRUST_HINT = (" If you trust the file, load it with weights_only=False (for example "
+              "trainer.fit(model, ckpt_path=..., weights_only=False)).")
+
 _FORCE = "TORCH_FORCE_WEIGHTS_ONLY_LOAD"
 _FORCE_NOT = "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"
 _GLOBAL = re.compile(r"GLOBAL ([\w.]+)")

@@ -118,7 +118,7 @@ class HookTable:
         self.calls += 1
         if not calls:
             return None
-        results = self.trainer._results
+        results = self.trainer.metrics.current
         previous = results.hook if results is not None else ""
         out = None
         for is_module, fn in calls:

@@ -120,39 +120,39 @@ def _loss_of(output: Any) -> torch.Tensor | None:
 
 def fit_state(trainer: Trainer) -> dict[str, Any]:
     """Where the fit loop is, for a checkpoint (mid-epoch resume included)."""
-    progress = trainer._progress
+    progress = trainer.run_state.progress
     progress.steps.started = progress.steps.completed = trainer.global_step
-    state = {**trainer._loop_state, "progress": progress.state_dict(),
+    state = {**trainer.run_state.loop_state, "progress": progress.state_dict(),
              # derived from the counters, for readers of older checkpoints
              "epoch_done": not progress.in_epoch, "batches_done": progress.batches.completed}
-    if trainer._train_results is not None:
-        state["results"] = trainer._train_results.state_dict()
+    if trainer.metrics.train is not None:
+        state["results"] = trainer.metrics.train.state_dict()
     return state
 
 
 def fit(trainer: Trainer, loaders: dict[str, Any], trial: bool = False) -> None:
     """The fit loop. ``trial``: a tuner's trial run inside a fit (``Trainer.run_trial``): no
     ``on_fit_start``/``on_fit_end`` and no sanity check."""
-    module, hooks = trainer.module, trainer._hooks
+    module, hooks = trainer.module, trainer.hooks
     assert module is not None and hooks is not None
-    restore = trainer._restore or {}
+    restore = trainer.run_state.restore or {}
     loop_state = restore.get("loops", {}).get("fit", {})
     if restore:
         progress = FitProgress.from_state(loop_state.get("progress", loop_state),
                                           restore["epoch"])
         trainer.current_epoch = progress.epochs.completed
     else:
-        progress = FitProgress(batches_that_stepped=trainer._progress.batches_that_stepped)
+        progress = FitProgress(batches_that_stepped=trainer.run_state.progress.batches_that_stepped)
         progress.epochs = Counter(trainer.current_epoch, trainer.current_epoch)
     progress.steps = Counter(trainer.global_step, trainer.global_step)
-    trainer._progress = progress
+    trainer.run_state.progress = progress
     mid_epoch = restore and progress.in_epoch
     module.train()
     if not trial:
         hooks("on_fit_start")
     # The data is set up after on_fit_start (as Lightning): a tuner may change the batch size.
     train, n_batches, val, val_every = _fit_data(trainer, loaders)
-    trainer._loop_state = {}
+    trainer.run_state.loop_state = {}
     _keep_sampler_seed(trainer, train, loop_state.get("sampler_seed"))
     if not trial and trainer.num_sanity_val_steps and val[0] and n_batches:
         _sanity_check(trainer, val)
@@ -228,7 +228,7 @@ def _keep_sampler_seed(trainer: Trainer, loader: Any, saved: int | None) -> None
         return
     if saved is not None:
         sampler.seed = saved
-    trainer._loop_state["sampler_seed"] = sampler.seed
+    trainer.run_state.loop_state["sampler_seed"] = sampler.seed
 
 
 def _val_interval(trainer: Trainer, n_batches: int | float) -> int | float:
@@ -273,10 +273,10 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
                  val_every: int | float | None, total: int, resume: dict[str, Any] | None,
                  rng_at_save: Any, watch: NonFiniteWatch,
                  check_trainable: bool = False) -> int:
-    module, strategy, hooks = trainer.module, trainer.strategy, trainer._hooks
+    module, strategy, hooks = trainer.module, trainer.strategy, trainer.hooks
     assert module is not None and hooks is not None
-    results = trainer._new_results("train")
-    trainer._train_results = trainer._results = results
+    results = trainer.metrics.new_results("train")
+    trainer.metrics.train = trainer.metrics.current = results
     if resume is not None and "results" in resume:
         results.load_state_dict(resume["results"])
     _set_epoch(loader, trainer.current_epoch)
@@ -288,14 +288,14 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
     if resume is not None:
         set_rng_states(epoch_rng)
     iterator = iter(loader)
-    progress = trainer._progress
+    progress = trainer.run_state.progress
     start = progress.batches.completed if resume is not None else 0
     if resume is not None:
         for _ in range(start):  # replay the sampler to where the checkpoint was taken
             next(iterator)
         set_rng_states(rng_at_save)
     progress.start_epoch(trainer.current_epoch, start)
-    trainer._loop_state["epoch_rng"] = epoch_rng
+    trainer.run_state.loop_state["epoch_rng"] = epoch_rng
     batches = progress.batches
 
     transfer = make_transfer(trainer)
@@ -309,26 +309,26 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
     backward_hooks = any(hooks.has(h) for h in ("on_before_backward", "on_after_backward",
                                                "on_before_zero_grad")) or \
         _overridden(module, "backward")
-    after = trainer._after_closure_for(optimizer)
+    after = trainer.optimization.after_closure_for(optimizer)
     own_step = _overridden(module, "optimizer_step")
     own_zero = _overridden(module, "optimizer_zero_grad")
-    user_optimizer = trainer._optimizers_for_user(True)[0] if own_step else None
+    user_optimizer = trainer.optimization.for_user(True)[0] if own_step else None
     epoch = trainer.current_epoch
     ran = False
     losses = 0
     _check_scheduler_steps(trainer)
     # Lightning: step-interval plateau schedulers step after that batch's validation
     step_schedulers = any(c.interval == "step" and not c.needs_metric
-                          for c in trainer._lr_scheduler_configs)
+                          for c in trainer.lr_scheduler_configs)
     step_plateau = any(c.interval == "step" and c.needs_metric
-                       for c in trainer._lr_scheduler_configs)
+                       for c in trainer.lr_scheduler_configs)
     epoch_schedulers = any(c.interval == "epoch" and not c.needs_metric
-                           for c in trainer._lr_scheduler_configs)
+                           for c in trainer.lr_scheduler_configs)
     loggers = bool(trainer.loggers)
     log_every = trainer.log_every_n_steps
     timed = trainer.max_time is not None
-    preemption = trainer._preemption if trainer._preemption and trainer._preemption.active \
-        else None
+    preemption = trainer.run_state.preemption
+    preemption = preemption if preemption is not None and preemption.active else None
     output: Any = None
     batch_idx = start - 1
     exhausted = False
@@ -341,7 +341,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
         if transfer is not None:
             batch = transfer(batch, 0)
         results.batch = batch
-        trainer._steps_before_batch = trainer.global_step
+        trainer.run_state.steps_before_batch = trainer.global_step
         if has_start and hooks("on_train_batch_start", batch, batch_idx) == -1:
             break
         batches.started += 1
@@ -375,7 +375,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
                 if accumulate > 1:
                     loss = loss / accumulate
                 if backward_hooks:
-                    trainer._backward(loss)
+                    trainer.optimization.backward(loss)
                 else:
                     strategy.backward(loss)
                 return loss
@@ -414,7 +414,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
                             or trainer.should_stop):
             watch.check()  # the one host sync for non-finite losses, at the logging cadence
             if loggers:
-                trainer._log_step_metrics(results)
+                trainer.metrics.log_step(results)
         if preemption is not None and (stepped or not automatic) and (
                 action := preemption.poll()):
             raise preemption.act(action)  # between optimizer steps: nothing half-accumulated
@@ -423,7 +423,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             module.on_validation_model_zero_grad()
             with preserved_rng():
                 evaluate(trainer, "validate", val[0], val[1], during_fit=True)
-            trainer._results = results
+            trainer.metrics.current = results
         if stepped and step_plateau:
             _step_schedulers(trainer, "step", plateau=True)
         progress.batches_that_stepped += progress.uncounted
@@ -469,19 +469,19 @@ def _count(start: int) -> Iterator[int]:
 
 
 def _end_train_epoch(trainer: Trainer, results: Any, complete: bool = True) -> None:
-    hooks = trainer._hooks
+    hooks = trainer.hooks
     assert hooks is not None
-    progress = trainer._progress
+    progress = trainer.run_state.progress
     progress.batches_that_stepped -= 1  # Lightning: epoch values at the last batch's step
-    trainer._finish_results(results)  # what training_step logged per epoch
+    trainer.metrics.finish(results)  # what training_step logged per epoch
     hooks.before_monitors("on_train_epoch_end")
-    trainer._finish_results(results)  # what on_train_epoch_end logged
+    trainer.metrics.finish(results)  # what on_train_epoch_end logged
     progress.batches_that_stepped += 1
     if complete:
         _step_schedulers(trainer, "epoch", plateau=True)
-    trainer._progress.finish_epoch()
+    trainer.run_state.progress.finish_epoch()
     hooks.monitors("on_train_epoch_end")
-    trainer._results = None
+    trainer.metrics.current = None
 
 
 def _check_scheduler_steps(trainer: Trainer) -> None:
@@ -493,7 +493,7 @@ def _check_scheduler_steps(trainer: Trainer) -> None:
         return
     torch_types = (torch.optim.lr_scheduler.LRScheduler,
                    torch.optim.lr_scheduler.ReduceLROnPlateau)
-    for config in trainer._lr_scheduler_configs:
+    for config in trainer.lr_scheduler_configs:
         scheduler = config.scheduler
         if isinstance(scheduler, torch_types):
             continue
@@ -525,7 +525,7 @@ def _step_schedulers(trainer: Trainer, interval: str, plateau: bool | None = Non
     if not module.automatic_optimization:  # manual optimization steps its own schedulers
         return
     own = _overridden(module, "lr_scheduler_step")
-    for config in trainer._lr_scheduler_configs:
+    for config in trainer.lr_scheduler_configs:
         if config.interval != interval or counter % config.frequency:
             continue
         if plateau is not None and config.needs_metric != plateau:
@@ -552,11 +552,11 @@ def _step_schedulers(trainer: Trainer, interval: str, plateau: bool | None = Non
 
 def _out_of_time(trainer: Trainer) -> bool:
     return trainer.max_time is not None and (
-        time.monotonic() - trainer._start_time >= trainer.max_time)
+        time.monotonic() - trainer.run_state.start_time >= trainer.max_time)
 
 
 def _sanity_check(trainer: Trainer, val: Any) -> None:
-    hooks = trainer._hooks
+    hooks = trainer.hooks
     assert hooks is not None
     n = trainer.num_sanity_val_steps
     limits = [b if n == -1 else min(b, n) for b in val[1]]
@@ -622,15 +622,15 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
              ) -> list[dict[str, float]]:
     """One evaluation run. ``reload``: sets the data up again when a trial in
     ``on_<stage>_start`` (a batch-size search) changed it."""
-    module, strategy, hooks = trainer.module, trainer.strategy, trainer._hooks
+    module, strategy, hooks = trainer.module, trainer.strategy, trainer.hooks
     assert module is not None and hooks is not None
     step = profiled_step(hooks.profiler, strategy.step)
     prefix = "validation" if stage == "validate" else "test"
     method = f"{prefix}_step"
     if getattr(type(module), method) is getattr(Module, method):
         getattr(module, method)()  # raises the clear 'has no ..._step' error
-    results = trainer._new_results("validate" if prefix == "validation" else "test")
-    previous, trainer._results = trainer._results, results
+    results = trainer.metrics.new_results("validate" if prefix == "validation" else "test")
+    previous, trainer.metrics.current = trainer.metrics.current, results
     # The modes of what runs the steps: the strategy's wrapper too (ShardedDataParallel reduces
     # gradients only while it is in training mode), not only the user's module inside it.
     root = trainer.model if trainer.model is not None else module
@@ -639,14 +639,15 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
     getattr(module, f"{model_hook}_eval")()
     transfer = make_transfer(trainer)
     hooks(f"on_{prefix}_start")
-    if reload is not None and trainer._data_changed:
+    run = trainer.run_state
+    if reload is not None and run.data_changed:
         loaders, counts = reload()
-        trainer._data_changed = False
+        run.trials_seen = run.trials
     pass_idx = len(loaders) > 1 and _takes_dataloader_idx(getattr(module, method))
     hooks(f"on_{prefix}_epoch_start")
     # Lightning's step axis for evaluation values logged per batch: the batches each
     # dataloader ran in this fit (over every validation of it) or this validate/test call.
-    counts_seen = trainer._eval_batches_seen
+    counts_seen = trainer.metrics.eval_batches_seen
     with _no_grad(trainer):
         for dl_idx, (loader, count) in enumerate(zip(loaders, counts)):
             results.dataloader_suffix = f"/dataloader_idx_{dl_idx}" if len(loaders) > 1 else ""
@@ -665,7 +666,7 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
                 seen = counts_seen.get((prefix, dl_idx), 0)
                 if results.step_values:  # someone logged with on_step=True
                     if not sanity:
-                        trainer._log_eval_step_metrics(results, seen)
+                        trainer.metrics.log_eval_step(results, seen)
                     results.step_values.clear()
                 if not sanity:
                     counts_seen[(prefix, dl_idx)] = seen + 1
@@ -674,10 +675,10 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
     if sanity:
         finished = {name: value for name, (_, value) in results.epoch_values().items()}
     else:
-        finished = trainer._finish_results(results)
+        finished = trainer.metrics.finish(results)
     hooks.monitors(f"on_{prefix}_epoch_end")
     hooks(f"on_{prefix}_end")
-    trainer._results = previous
+    trainer.metrics.current = previous
     if _overridden(module, f"{model_hook}_train"):
         getattr(module, f"{model_hook}_train")()
     else:
@@ -730,7 +731,7 @@ def print_results(stage: str, results: list[dict[str, float]]) -> None:
 
 
 def predict(trainer: Trainer, explicit: Any, return_predictions: bool = True) -> Any:
-    module, strategy, hooks = trainer.module, trainer.strategy, trainer._hooks
+    module, strategy, hooks = trainer.module, trainer.strategy, trainer.hooks
     assert module is not None and hooks is not None
     step = profiled_step(hooks.profiler, strategy.step)
 
@@ -752,11 +753,13 @@ def predict(trainer: Trainer, explicit: Any, return_predictions: bool = True) ->
     module.on_predict_model_eval()
     transfer = make_transfer(trainer)
     all_outputs: list[list[Any]] = []
-    results = trainer._results = trainer._new_results("predict")  # so self.log can refuse
+    # so that self.log can refuse
+    results = trainer.metrics.current = trainer.metrics.new_results("predict")
     hooks("on_predict_start")
-    if trainer._data_changed:  # a trial in on_predict_start (a batch-size search) changed it
+    run = trainer.run_state
+    if run.data_changed:  # a trial in on_predict_start (a batch-size search) changed it
         loaders, counts = resolve()
-        trainer._data_changed = False
+        run.trials_seen = run.trials
     pass_idx = len(loaders) > 1 and _takes_dataloader_idx(module.predict_step)
     hooks("on_predict_epoch_start")
     with _no_grad(trainer):
@@ -778,7 +781,7 @@ def predict(trainer: Trainer, explicit: Any, return_predictions: bool = True) ->
             all_outputs.append(outputs)
     hooks("on_predict_epoch_end")
     hooks("on_predict_end")
-    trainer._results = None
+    trainer.metrics.current = None
     if not return_predictions:
         return None
     return all_outputs[0] if len(all_outputs) == 1 else all_outputs

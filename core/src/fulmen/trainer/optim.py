@@ -167,7 +167,7 @@ class OptimizerWrapper:
         self._trainer = trainer
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        return self._trainer._manual_optimizer_step(self.optimizer, closure)
+        return self._trainer.optimization.manual_step(self.optimizer, closure)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         self.optimizer.zero_grad(set_to_none=set_to_none)

@@ -62,3 +62,34 @@ class FitProgress:
         else:
             progress.start_epoch(epoch, done)
         return progress
+
+
+@dataclass
+class RunState:
+    """Where a Trainer's running stage is (``trainer.run_state``). The loops own it; the
+    Trainer sets it up at each stage start and puts it back after a trial."""
+
+    #: the fit loop's counters (checkpointed)
+    progress: FitProgress = field(default_factory=FitProgress)
+    #: what the fit loop checkpoints besides the counters (sampler seed, epoch random state)
+    loop_state: dict[str, Any] = field(default_factory=dict)
+    #: the checkpoint the running fit resumes from (its ``loops`` entry); None: from scratch
+    restore: dict[str, Any] | None = None
+    #: the preemption handler of the running fit (``fulmen.trainer.preemption.Preemption``)
+    preemption: Any = None
+    #: ``time.monotonic()`` when the running stage started (``max_time``)
+    start_time: float = 0.0
+    #: ``global_step`` when the current training batch began
+    steps_before_batch: int = 0
+    #: the dataloaders the running stage was given (None: from the module or datamodule)
+    stage_loaders: dict[str, Any] = field(default_factory=dict)
+    #: trials run in this stage (``Trainer.run_trial``); evaluation and predict set their data
+    #: up again when it grew since they last did
+    trials: int = 0
+    #: ``trials`` when evaluation/predict last set their data up
+    trials_seen: int = 0
+
+    @property
+    def data_changed(self) -> bool:
+        """A trial ran since evaluation/predict last set their data up."""
+        return self.trials != self.trials_seen

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from fulmen import arguments, compiling, profilers, quick_exit, storage
+from fulmen import arguments, compiling, profilers, quick_exit
 from fulmen.api import RunConfig
 from fulmen.callbacks.base import Callback
 from fulmen.connector import SelectionReport, select
@@ -23,13 +23,13 @@ from fulmen.hang import HangDoctor
 from fulmen.legacy import translate_flag
 from fulmen.module import Module
 from fulmen.status import banner, configure_logging
-from fulmen.trainer import checkpoint as ckpt
-from fulmen.trainer import data, loops
+from fulmen.trainer import config, data, loops, save_restore
 from fulmen.trainer.hooks import HookTable
-from fulmen.trainer.optim import LRSchedulerConfig, OptimizerWrapper, parse_optimizers
-from fulmen.trainer.preemption import Preempted, Preemption, hpc_checkpoints
-from fulmen.trainer.progress import FitProgress
-from fulmen.trainer.results import CallbackMetrics, Results
+from fulmen.trainer.metrics import Metrics
+from fulmen.trainer.optim import LRSchedulerConfig
+from fulmen.trainer.optimization import Optimization
+from fulmen.trainer.preemption import Preempted, Preemption
+from fulmen.trainer.progress import RunState
 from fulmen.utilities.rank_zero import set_rank
 
 
@@ -177,32 +177,21 @@ class Trainer(SelectionReport):
         self.use_distributed_sampler = translate_flag(
             "Trainer", "replace_sampler_ddp", "use_distributed_sampler", replace_sampler_ddp,
             use_distributed_sampler, True)
-        _check_int("max_epochs", max_epochs, minimum=-1, optional=True)
-        _check_int("min_epochs", min_epochs, minimum=0, optional=True)
-        _check_int("max_steps", max_steps, minimum=-1)
-        _check_int("min_steps", min_steps, minimum=0, optional=True)
-        _refuse_unsupported(barebones=barebones,
+        config.check_int("max_epochs", max_epochs, minimum=-1, optional=True)
+        config.check_int("min_epochs", min_epochs, minimum=0, optional=True)
+        config.check_int("max_steps", max_steps, minimum=-1)
+        config.check_int("min_steps", min_steps, minimum=0, optional=True)
+        config.refuse_unsupported(barebones=barebones,
                             reload_dataloaders_every_n_epochs=reload_dataloaders_every_n_epochs,
                             model_registry=model_registry)
-        _check_int("accumulate_grad_batches", accumulate_grad_batches, minimum=1)
-        _check_int("log_every_n_steps", log_every_n_steps, minimum=1)
-        _check_int("num_sanity_val_steps", num_sanity_val_steps, minimum=-1)
-        _check_int("check_val_every_n_epoch", check_val_every_n_epoch, minimum=1, optional=True)
-        if gradient_clip_algorithm not in (None, "norm", "value"):
-            raise ConfigurationError(f"Trainer(gradient_clip_algorithm="
-                                     f"{gradient_clip_algorithm!r}): use 'norm' or 'value'")
-        if gradient_clip_val is not None and (isinstance(gradient_clip_val, bool) or not
-                                              isinstance(gradient_clip_val, int | float)
-                                              or gradient_clip_val < 0):
-            raise ConfigurationError(f"Trainer(gradient_clip_val={gradient_clip_val!r}): expected"
-                                     " a number >= 0")
-        if val_check_interval is not None and (
-                isinstance(val_check_interval, bool) or val_check_interval <= 0
-                or (isinstance(val_check_interval, float) and val_check_interval > 1.0)):
-            raise ConfigurationError(f"Trainer(val_check_interval={val_check_interval!r}): give a "
-                                     "number of training batches (int > 0) or a fraction of the "
-                                     "epoch (float in (0, 1])")
-        self.fast_dev_run = _check_fast_dev_run(fast_dev_run)
+        config.check_int("accumulate_grad_batches", accumulate_grad_batches, minimum=1)
+        config.check_int("log_every_n_steps", log_every_n_steps, minimum=1)
+        config.check_int("num_sanity_val_steps", num_sanity_val_steps, minimum=-1)
+        config.check_int("check_val_every_n_epoch", check_val_every_n_epoch, minimum=1,
+                         optional=True)
+        config.check_clipping(gradient_clip_val, gradient_clip_algorithm)
+        config.check_val_check_interval(val_check_interval)
+        self.fast_dev_run = config.check_fast_dev_run(fast_dev_run)
         self.limit_train_batches = data.check_limit("limit_train_batches", limit_train_batches)
         self.limit_val_batches = data.check_limit("limit_val_batches", limit_val_batches)
         self.limit_test_batches = data.check_limit("limit_test_batches", limit_test_batches)
@@ -228,7 +217,7 @@ class Trainer(SelectionReport):
         self.inference_mode = inference_mode
         self.enable_autolog_hparams = enable_autolog_hparams
         self.suggest_integrations = suggest_integrations  # fulmen prints no suggestions
-        self.max_time = _parse_max_time(max_time)
+        self.max_time = config.parse_max_time(max_time)
         self.val_check_interval = val_check_interval
         self.check_val_every_n_epoch = check_val_every_n_epoch
         self.num_sanity_val_steps = num_sanity_val_steps
@@ -245,22 +234,23 @@ class Trainer(SelectionReport):
         self.log_every_n_steps = log_every_n_steps
         self.sync_batchnorm = sync_batchnorm
         self.enable_checkpointing = enable_checkpointing
-        self._default_root_dir = _root_dir(default_root_dir)
+        self._default_root_dir = config.root_dir(default_root_dir)
         self._configure_determinism()
 
         from fulmen.loggers import resolve_loggers
 
         self.loggers = resolve_loggers(logger, self._default_root_dir)
-        self.callbacks: list[Callback] = _default_callbacks(
-            _as_list(callbacks, Callback, "callbacks"), enable_checkpointing,
+        self.callbacks: list[Callback] = config.default_callbacks(
+            config.as_list(callbacks, Callback, "callbacks"), enable_checkpointing,
             enable_progress_bar, enable_model_summary)
 
         # run state
         self.module: Module | None = None
         self.datamodule: DataModule | None = None
-        self.optimizers: list[Any] = []
-        self._wrapped_optimizers: list[OptimizerWrapper] = []
-        self._lr_scheduler_configs: list[LRSchedulerConfig] = []
+        #: optimizers, schedulers and backward (``Module.optimizers()``, ``manual_backward``)
+        self.optimization = Optimization(self)
+        #: what ``self.log`` produced: callback, logged and progress-bar metrics
+        self.metrics = Metrics(self)
         self.current_epoch = 0
         self.global_step = 0
         self.should_stop = False
@@ -277,21 +267,11 @@ class Trainer(SelectionReport):
         self.num_sanity_val_batches: list[int | float] = []
         self.num_test_batches: list[int | float] = []
         self.num_predict_batches: list[int | float] = []
-        self._results: Results | None = None
-        self._train_results: Results | None = None
-        self._metrics: dict[str, torch.Tensor] = {}
-        self._logged_metrics: dict[str, Any] = {}
-        self._prog_bar_names: set[str] = set()
-        self._eval_batches_seen: dict[tuple[str, int], int] = {}  # eval loggers' step axis
-        self._hooks: HookTable | None = None
-        self._loop_state: dict[str, Any] = {}
-        self._progress = FitProgress()
-        self._restore: dict[str, Any] | None = None
-        self._preemption: Preemption | None = None
-        self._start_time = 0.0
-        self._steps_before_batch = 0  # global_step when the current training batch began (loops)
-        self._stage_loaders: dict[str, Any] = {}  # what the running stage was given
-        self._data_changed = False  # a trial ran: evaluation/predict set their data up again
+        #: the running stage's hooks: ``trainer.hooks(name, *args)`` calls the callbacks' and
+        #: the module's ``name`` hook (None outside a stage)
+        self.hooks: HookTable | None = None
+        #: where the running stage is: progress counters and what the loops keep between calls
+        self.run_state = RunState()
 
     # ------------------------------------------------------------------ reporting
 
@@ -376,29 +356,29 @@ class Trainer(SelectionReport):
         """The schedulers of the running fit and when they step: the live list, as in
         Lightning, so a callback may replace or append one (``StochasticWeightAveraging``
         swaps in its ``SWALR``). The loop reads it at every epoch start."""
-        return self._lr_scheduler_configs
+        return self.optimization.lr_scheduler_configs
+
+    @property
+    def optimizers(self) -> list[Any]:
+        """The optimizers of the running fit, as the strategy set them up."""
+        return self.optimization.optimizers
+
+    @optimizers.setter
+    def optimizers(self, optimizers: list[Any]) -> None:
+        self.optimization.optimizers = list(optimizers)
 
     @property
     def batch_stepped(self) -> bool:
         """Whether the current training batch ran an optimizer step (it ended an accumulation
         window), read in ``on_train_batch_end``; False in the batches that only accumulate."""
-        return self.global_step != self._steps_before_batch
+        return self.global_step != self.run_state.steps_before_batch
 
     @property
     def callback_metrics(self) -> dict[str, torch.Tensor]:
         """Latest value of everything logged: step values during an epoch, then epoch values.
         Values a callback writes here (``trainer.callback_metrics.update(...)``, as Lightning's
         callbacks do) are kept, for ``ModelCheckpoint``/``EarlyStopping`` to monitor."""
-        out = dict(self._metrics)
-        results = self._train_results
-        if results is not None:
-            for entry in results.entries.values():
-                value = results.step_values.get(entry.step_name)
-                if entry.on_step and value is not None:
-                    out[entry.step_name] = value
-                    if entry.on_epoch:
-                        out[entry.name] = value
-        return CallbackMetrics(out, self._metrics)
+        return self.metrics.callback_metrics()
 
     @property
     def should_update_logs(self) -> bool:
@@ -407,25 +387,18 @@ class Trainer(SelectionReport):
         multiple of ``log_every_n_steps`` (the same answer from ``on_train_batch_start`` to
         ``on_train_batch_end``), or training is stopping — Lightning's rule, which counts
         batches (not optimizer steps) under manual optimization too."""
-        return ((self._progress.batches_that_stepped + 1) % self.log_every_n_steps == 0
+        return ((self.run_state.progress.batches_that_stepped + 1) % self.log_every_n_steps == 0
                 or self.should_stop)
 
     @property
     def logged_metrics(self) -> dict[str, Any]:
         """What was last sent to the loggers."""
-        return dict(self._logged_metrics)
+        return dict(self.metrics.logged)
 
     @property
     def progress_bar_metrics(self) -> dict[str, float]:
         """Values logged with ``prog_bar=True``, as floats."""
-        names = set()
-        for results in (self._train_results, self._results):
-            if results is not None:
-                for e in results.entries.values():
-                    if e.prog_bar:
-                        names.update({e.step_name, e.epoch_name})
-        names.update(self._prog_bar_names)
-        return {k: float(v) for k, v in self.callback_metrics.items() if k in names}
+        return self.metrics.progress_bar_metrics()
 
     # ------------------------------------------------------------------ public API
 
@@ -471,7 +444,7 @@ class Trainer(SelectionReport):
         """Write a checkpoint of the running state (weights only: model and hyper-parameters)."""
         if self.module is None:
             raise FulmenError("save_checkpoint needs a model: call it during or after fit")
-        checkpoint = self._dump_checkpoint(weights_only)
+        checkpoint = save_restore.dump(self, weights_only)
         self.strategy.save_checkpoint(checkpoint, filepath)
         self.strategy.barrier("save_checkpoint")
 
@@ -480,7 +453,7 @@ class Trainer(SelectionReport):
         """True when the running stage takes its data from the module's or datamodule's
         ``*_dataloader()`` methods (no dataloaders were passed to fit/validate/test/predict), so
         a changed batch size takes effect when the data is set up again."""
-        return all(v is None for v in self._stage_loaders.values())
+        return all(v is None for v in self.run_state.stage_loaders.values())
 
     def run_trial(self, steps: int, callbacks: Sequence[Callback] = (),
                   prepare: Callable[[], None] | None = None) -> None:
@@ -498,28 +471,30 @@ class Trainer(SelectionReport):
         """
         from fulmen.seed import rng_states, set_rng_states
 
-        if self.module is None or self._hooks is None or self.state not in loops.STAGE_LIMITS:
+        if self.module is None or self.hooks is None or self.state not in loops.STAGE_LIMITS:
             raise FulmenError("trainer.run_trial runs inside a stage: call it from a callback "
                               "hook of fit/validate/test/predict (e.g. on_fit_start)")
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ConfigurationError(f"trainer.run_trial(steps={steps!r}): expected an int >= 1")
         saved_flags = {flag: getattr(self, flag) for flag in loops.STAGE_LIMITS[self.state]}
-        counters = (self.global_step, self.current_epoch, self._progress, self.should_stop,
-                    self._train_results, self._results, self.num_training_batches,
-                    self.num_val_batches, self._restore, self._loop_state)
-        metrics = (dict(self._metrics), dict(self._logged_metrics), set(self._prog_bar_names))
+        run = self.run_state
+        loaders = run.stage_loaders
+        counters = (self.global_step, self.current_epoch, run.progress, self.should_stop,
+                    self.num_training_batches, self.num_val_batches, run.restore,
+                    run.loop_state)
+        metrics = self.metrics.snapshot()
         state = {k: v.detach().clone() if isinstance(v, torch.Tensor) else copy.deepcopy(v)
                  for k, v in self.strategy.module_state_dict().items()}
         optimizer_states = [copy.deepcopy(self.strategy.optimizer_state(o))
                             for o in self.optimizers]
-        schedulers = list(self._lr_scheduler_configs)
+        schedulers = list(self.lr_scheduler_configs)
         scheduler_states = [copy.deepcopy(c.scheduler.state_dict()) for c in schedulers]
         rng = rng_states()
-        outer = (self.callbacks, self._hooks, self.loggers, self.module.training)
+        outer = (self.callbacks, self.hooks, self.loggers, self.module.training)
         self.callbacks = list(callbacks)
-        self._hooks = HookTable(self, self.module, self.callbacks)
+        self.hooks = HookTable(self, self.module, self.callbacks)
         self.loggers = []
-        self._restore, self.should_stop = None, False
+        run.restore, self.should_stop = None, False
         try:
             if prepare is not None:
                 prepare()
@@ -527,30 +502,30 @@ class Trainer(SelectionReport):
                 self.max_steps, self.max_time = self.global_step + steps, None
                 self.min_steps = self.min_epochs = 0
                 self.limit_val_batches = 0
-                loops.fit(self, {"train": self._stage_loaders.get("train")}, trial=True)
+                loops.fit(self, {"train": loaders.get("train")}, trial=True)
             else:
                 setattr(self, loops.STAGE_LIMITS[self.state][0], steps)
                 if self.state == "predict":
-                    loops.predict(self, self._stage_loaders.get("predict"), False)
+                    loops.predict(self, loaders.get("predict"), False)
                 else:
-                    loops.evaluate_stage(self, self.state, self._stage_loaders, verbose=False)
+                    loops.evaluate_stage(self, self.state, loaders, verbose=False)
         finally:
             for flag, value in saved_flags.items():
                 setattr(self, flag, value)
-            (self.global_step, self.current_epoch, self._progress, self.should_stop,
-             self._train_results, self._results, self.num_training_batches,
-             self.num_val_batches, self._restore, self._loop_state) = counters
-            self._metrics, self._logged_metrics, self._prog_bar_names = metrics
-            self.callbacks, self._hooks, self.loggers, training = outer
+            (self.global_step, self.current_epoch, run.progress, self.should_stop,
+             self.num_training_batches, self.num_val_batches, run.restore,
+             run.loop_state) = counters
+            self.metrics.restore(metrics)
+            self.callbacks, self.hooks, self.loggers, training = outer
             self.strategy.load_module_state_dict(state)
             for optimizer, optimizer_state in zip(self.optimizers, optimizer_states):
                 self.strategy.load_optimizer_state(optimizer, optimizer_state)
-            self._lr_scheduler_configs[:] = schedulers
-            for config, scheduler_state in zip(schedulers, scheduler_states):
-                config.scheduler.load_state_dict(scheduler_state)
+            self.lr_scheduler_configs[:] = schedulers
+            for scheduler_config, scheduler_state in zip(schedulers, scheduler_states):
+                scheduler_config.scheduler.load_state_dict(scheduler_state)
             set_rng_states(rng)
             self.module.train(training)
-            self._data_changed = True
+            run.trials += 1
 
     def print(self, *args: Any, **kwargs: Any) -> None:
         if self.is_global_zero:
@@ -592,11 +567,11 @@ class Trainer(SelectionReport):
         """One stage in this process: set-up, restore, loop, teardown."""
         quick_exit.install()  # in a spawned rank too, where __init__ did not run
         self.state, self.module, self.datamodule = stage, model, datamodule
-        self._stage_loaders, self._data_changed = loaders, False
+        run = self.run_state
+        run.stage_loaders, run.trials, run.trials_seen = loaders, 0, 0
         self.should_stop = False
-        self._start_time = time.monotonic()
-        self._metrics.clear()
-        self._eval_batches_seen = {}
+        run.start_time = time.monotonic()
+        self.metrics.start_stage()
         model.trainer = self
         if datamodule is not None:
             datamodule.trainer = self
@@ -605,19 +580,19 @@ class Trainer(SelectionReport):
         set_rank(self.global_rank)
         for lg in self.loggers:  # every rank must agree on the run directory
             lg.set_version(self.strategy.broadcast(lg.version))
-        callbacks_from_model = _as_list(model.configure_callbacks(), Callback,
+        callbacks_from_model = config.as_list(model.configure_callbacks(), Callback,
                                         "configure_callbacks()")
-        self.callbacks = _merge_callbacks(self.callbacks, callbacks_from_model)
+        self.callbacks = config.merge_callbacks(self.callbacks, callbacks_from_model)
         self._prepare_data()  # after configure_callbacks, as Lightning
-        self._hooks = HookTable(self, model, self.callbacks, profiler=self._active_profiler())
+        self.hooks = HookTable(self, model, self.callbacks, profiler=self._active_profiler())
         self.profiler.setup(stage, self.local_rank, self.log_dir)
-        doctor = HangDoctor(self._hooks.count, rank=self.global_rank, world_size=self.world_size,
+        doctor = HangDoctor(self.hooks.count, rank=self.global_rank, world_size=self.world_size,
                             address=self.cluster_environment.main_address,
                             port=self.cluster_environment.main_port)
         try:
             if datamodule is not None:
                 datamodule.setup(hook_stage)
-            self._hooks("setup", hook_stage)
+            self.hooks("setup", hook_stage)
             if type(model).configure_model is not Module.configure_model:
                 with self.strategy.module_init_context():
                     model.configure_model()
@@ -630,17 +605,17 @@ class Trainer(SelectionReport):
                 compiling.apply(model, self.compile_options)  # in place: keys keep their names
                 self._compiled.add(id(model))
             if stage == "fit":
-                self._configure_optimizers(model)
+                self.optimization.configure(model)
                 if self.enable_autolog_hparams:
                     self._log_hyperparams()
             if stage == "fit" and ckpt_path is None and self.cluster_environment.restart_count():
-                ckpt_path = self._newest_checkpoint()  # the scheduler restarted this job
-            self._restore = self._load_for(stage, ckpt_path, weights_only)
+                ckpt_path = save_restore.newest(self)  # the scheduler restarted this job
+            run.restore = save_restore.restore(self, stage, ckpt_path, weights_only)
             if self.is_global_zero:
                 self._announce(stage, ckpt_path)
             preemption = Preemption(self) if stage == "fit" else contextlib.nullcontext()
             doctor.start()  # watches the loops (set-up has its own timeouts)
-            with self._anomaly_context(), preemption as self._preemption:
+            with self._anomaly_context(), preemption as run.preemption:
                 result: Any = None
                 if stage == "fit":
                     loops.fit(self, loaders)
@@ -656,7 +631,7 @@ class Trainer(SelectionReport):
             return None
         except BaseException as exc:
             self.strategy.on_exception(exc)
-            self._hooks("on_exception", exc)
+            self.hooks("on_exception", exc)
             if datamodule is not None:
                 datamodule.on_exception(exc)
             self._teardown(hook_stage, failed=True)
@@ -688,8 +663,7 @@ class Trainer(SelectionReport):
         return {
             "weights": {k: v.detach().cpu() for k, v in module.state_dict().items()}
             if module is not None else None,
-            "callback_metrics": {k: v.detach().cpu() for k, v in self.callback_metrics.items()},
-            "logged_metrics": dict(self._logged_metrics),
+            **self.metrics.worker_state(),
             "global_step": self.global_step, "current_epoch": self.current_epoch,
             "checkpoint": cb.state_dict() if cb is not None else None,
         }
@@ -697,8 +671,7 @@ class Trainer(SelectionReport):
     def load_worker_state(self, state: dict[str, Any]) -> None:
         if state["weights"] is not None and self.module is not None:
             self.module.load_state_dict(state["weights"])
-        self._metrics = dict(state["callback_metrics"])
-        self._logged_metrics = dict(state["logged_metrics"])
+        self.metrics.load_worker_state(state)
         self.global_step, self.current_epoch = state["global_step"], state["current_epoch"]
         cb = self.checkpoint_callback
         if cb is not None and state["checkpoint"] is not None:
@@ -729,7 +702,7 @@ class Trainer(SelectionReport):
 
     def _teardown(self, stage: str, failed: bool) -> None:
         errors: list[BaseException] = []
-        for action in (lambda: self._hooks("teardown", stage) if self._hooks else None,
+        for action in (lambda: self.hooks("teardown", stage) if self.hooks else None,
                        lambda: self.datamodule.teardown(stage) if self.datamodule else None,
                        lambda: self._finalize_loggers("failed" if failed else "success"),
                        self.strategy.teardown):
@@ -737,7 +710,7 @@ class Trainer(SelectionReport):
                 action()
             except Exception as exc:  # teardown must not hide the original error
                 errors.append(exc)
-        self._results = None
+        self.metrics.current = None
         if errors and not failed:
             raise errors[0]
 
@@ -758,67 +731,7 @@ class Trainer(SelectionReport):
         if self.benchmark is not None:
             torch.backends.cudnn.benchmark = self.benchmark
 
-    # ------------------------------------------------------------------ optimization
-
-    def _configure_optimizers(self, model: Module) -> None:
-        self.optimizers, self._lr_scheduler_configs = parse_optimizers(
-            model.configure_optimizers(), model.automatic_optimization)
-        _check_optimizers_cover(model, self.optimizers)
-        self.optimizers = self.strategy.setup_optimizers(self.optimizers)
-        if model.automatic_optimization and len(self.optimizers) > 1:
-            raise ConfigurationError(
-                f"configure_optimizers returned {len(self.optimizers)} optimizers; automatic "
-                "optimization steps one. Set self.automatic_optimization = False in __init__ "
-                "and step them yourself in training_step (self.optimizers())")
-
-    def _optimizers_for_user(self, use_wrapper: bool) -> list[Any]:
-        if not self.optimizers:
-            raise FulmenError("self.optimizers() has nothing to return: configure_optimizers "
-                              "runs at the start of trainer.fit")
-        if not use_wrapper:
-            return list(self.optimizers)
-        if [w.optimizer for w in self._wrapped_optimizers] != self.optimizers:
-            self._wrapped_optimizers = [OptimizerWrapper(o, self) for o in self.optimizers]
-        return list(self._wrapped_optimizers)
-
-    def _backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
-        """Backward with its hooks; through the module's ``backward`` when it overrides it."""
-        assert self._hooks is not None and self.module is not None
-        self._hooks("on_before_backward", loss)
-        if type(self.module).backward is not Module.backward:
-            kwargs["run_backward"] = self.module.backward
-        self.strategy.backward(loss, *args, **kwargs)
-        self._hooks("on_after_backward")
-
-    def _after_closure_for(self, optimizer: Any) -> Any:
-        """What runs between backward and the update (hooks, clipping); None when nothing."""
-        assert self._hooks is not None and self.module is not None
-        clip_hook = type(self.module).configure_gradient_clipping is not \
-            Module.configure_gradient_clipping
-        if not (self._hooks.has("on_before_optimizer_step") or self.gradient_clip_val
-                or (clip_hook and self.module.automatic_optimization)):
-            return None
-        return lambda: self._after_closure(optimizer)
-
-    def _after_closure(self, optimizer: Any) -> None:
-        assert self._hooks is not None and self.module is not None
-        self._hooks("on_before_optimizer_step", optimizer)
-        if self.module.automatic_optimization:  # manual optimization clips in training_step
-            self.module.configure_gradient_clipping(
-                optimizer, gradient_clip_val=self.gradient_clip_val,
-                gradient_clip_algorithm=self.gradient_clip_algorithm)
-
-    def _manual_optimizer_step(self, optimizer: Any, closure: Any) -> Any:
-        """``step`` of what ``self.optimizers()`` returns (and of the optimizer an
-        ``optimizer_step`` override receives): through the strategy, counting the step."""
-        out = self.strategy.optimizer_step(optimizer, closure, self._after_closure_for(optimizer))
-        self.global_step += 1
-        return out
-
     # ------------------------------------------------------------------ metrics
-
-    def _new_results(self, stage: str) -> Results:
-        return Results(stage, self.strategy.reduce)
 
     def log_to_loggers(self, metrics: dict[str, Any], step: int | None = None) -> None:
         """Send ``metrics`` (name -> number or scalar tensor) to every logger, from rank zero,
@@ -826,303 +739,11 @@ class Trainer(SelectionReport):
         itself (``ThroughputMonitor``). ``step`` None: on the training step axis
         (``batches_that_stepped``), with ``epoch`` added (Lightning's rule); an explicit step
         (evaluation values logged per batch) gets no ``epoch``."""
-        if not metrics:
-            return
-        values = {k: float(v) for k, v in metrics.items()}
-        self._logged_metrics.update(values)
-        if self.loggers and self.is_global_zero:
-            if step is None:
-                step = self.batches_that_stepped
-                values = {**values, "epoch": float(self.current_epoch)}
-            for lg in self.loggers:
-                lg.log_metrics(values, step=step)
+        self.metrics.log_to_loggers(metrics, step)
 
     @property
     def batches_that_stepped(self) -> int:
         """The loggers' step axis (Lightning's ``_batches_that_stepped``): training batches
         that ended an accumulation window (under manual optimization: every batch). Values
         logged in a training step go to the loggers at the count *before* that batch."""
-        return self._progress.batches_that_stepped
-
-    def _log_step_metrics(self, results: Results) -> None:
-        entries = results.entry_for_step_name()
-        metrics = {name: value for name, value in results.step_values.items()
-                   if entries[name].logger}
-        self.log_to_loggers(metrics)
-
-    def _log_eval_step_metrics(self, results: Results, step: int) -> None:
-        """Validation/test values logged with ``on_step=True`` (``name_step`` when also per
-        epoch): to the loggers at ``step`` (per dataloader, the batches it ran in this fit or
-        this validate/test call, as Lightning); not to callback metrics (Lightning keeps
-        per-batch evaluation values out of them)."""
-        entries = results.entry_for_step_name()
-        self.log_to_loggers({name: value for name, value in results.step_values.items()
-                              if entries[name].logger}, step)
-
-    def _finish_results(self, results: Results, log: bool = True) -> dict[str, torch.Tensor]:
-        """Epoch values → callback metrics and loggers (on the training step axis); returns
-        them."""
-        finished: dict[str, torch.Tensor] = {}
-        to_log: dict[str, torch.Tensor] = {}
-        for name, (entry, value) in results.epoch_values().items():
-            finished[name] = self._metrics[name] = self._metrics[entry.name] = value
-            if entry.prog_bar:
-                self._prog_bar_names.add(name)
-            if entry.logger:
-                to_log[name] = value
-        if log:
-            self.log_to_loggers(to_log)
-        return finished
-
-    # ------------------------------------------------------------------ checkpoints
-
-    def _dump_checkpoint(self, weights_only: bool = False) -> dict[str, Any]:
-        import fulmen
-        from fulmen.checkpoint import manifest
-        from fulmen.references import encode_hparams
-        from fulmen.seed import rng_states
-
-        assert self.module is not None
-        checkpoint: dict[str, Any] = {
-            ckpt.FORMAT_KEY: fulmen.__version__,
-            "epoch": self.current_epoch,
-            "global_step": self.global_step,
-            "state_dict": self.strategy.module_state_dict(),
-            "hyper_parameters": encode_hparams(dict(self.module.hparams),
-                                               type(self.module).__name__),
-            "hparams_name": self.module.hparams_name,
-            manifest.KEY: manifest.origin(self.strategy.name, self.world_size, self.num_nodes,
-                                          str(self.precision), self.strategy.device_mesh),
-        }
-        if not weights_only:
-            checkpoint.update({
-                "loops": {"fit": loops.fit_state(self)},
-                "optimizer_states": [self.strategy.optimizer_state(o) for o in self.optimizers],
-                "lr_schedulers": [c.scheduler.state_dict() for c in self._lr_scheduler_configs],
-                "precision": self.strategy.precision.state_dict(),
-                "rng_states": rng_states(),
-                "callbacks": {c.state_key: c.state_dict() for c in self.callbacks},
-            })
-            if self.datamodule is not None:
-                checkpoint["datamodule"] = self.datamodule.state_dict()
-        for callback in self.callbacks:
-            callback.on_save_checkpoint(self, self.module, checkpoint)
-        self.module.on_save_checkpoint(checkpoint)
-        return checkpoint
-
-    def _resolve_ckpt_path(self, ckpt_path: Any) -> str | None:
-        if ckpt_path is None:
-            return None
-        if ckpt_path in ("last", "best", "hpc"):
-            cb = self.checkpoint_callback
-            path: str | None = None
-            if ckpt_path == "best" and cb is not None:
-                path = cb.best_model_path
-            elif ckpt_path == "last":
-                path = self._newest_checkpoint()
-            elif ckpt_path == "hpc":
-                found = hpc_checkpoints(self._default_root_dir)
-                path = str(found[-1][1]) if found else None
-            if not path:
-                where = (f"no hpc_ckpt_<n>.ckpt in default_root_dir={self.default_root_dir!r}"
-                         if ckpt_path == "hpc" else "no ModelCheckpoint callback" if cb is None
-                         else f"ModelCheckpoint dirpath={str(cb.dirpath)!r}")
-                raise ConfigurationError(f"ckpt_path={ckpt_path!r}: no {ckpt_path} checkpoint "
-                                         f"is known ({where}); pass a file path")
-            return str(path)
-        return str(ckpt_path)
-
-    def _newest_checkpoint(self) -> str | None:
-        """The most recently written checkpoint: a preemption checkpoint in default_root_dir or
-        one of ModelCheckpoint's (``last.ckpt`` or any other in its dirpath)."""
-        candidates = [p for _, p in hpc_checkpoints(self._default_root_dir)]
-        cb, last = self.checkpoint_callback, None
-        if cb is not None:
-            last = cb.find_last()
-            candidates += [last] if last else []
-            if cb.dirpath:
-                candidates += [storage.join(cb.dirpath, name)
-                               for name in storage.listdir(cb.dirpath)
-                               if name.endswith(cb.FILE_EXTENSION)]
-        existing = [p for p in candidates if storage.exists(p)]
-        # on a tie (object stores count whole seconds) the "last" file wins
-        return max(existing, key=lambda p: (storage.mtime(p), p == last)) if existing else None
-
-    def _load_for(self, stage: str, ckpt_path: Any, weights_only: bool) -> dict[str, Any] | None:
-        path = self.ckpt_path = self._resolve_ckpt_path(ckpt_path)
-        if path is None:
-            return None
-        checkpoint = self.strategy.load_checkpoint(path, weights_only=weights_only)
-        ckpt.require_state_dict(checkpoint, path)
-        if stage == "fit":  # before anything is loaded: a refused resume changes nothing
-            ckpt.require_fulmen_format(checkpoint, path)
-            ckpt.require_resumable_version(checkpoint, path)
-        assert self.module is not None
-        self.module.on_load_checkpoint(checkpoint)
-        ckpt.check_keys(self.module, checkpoint["state_dict"], path)
-        try:
-            self.strategy.load_module_state_dict(checkpoint["state_dict"])
-        except RuntimeError as exc:  # shapes that differ
-            from fulmen.checkpoint.fit import fit_error
-
-            raise fit_error(path, self.module, checkpoint["state_dict"], exc) from exc
-        if stage != "fit":
-            return None
-        for callback in self.callbacks:
-            state = checkpoint.get("callbacks", {}).get(callback.state_key)
-            if state is not None:
-                callback.load_state_dict(state)
-            callback.on_load_checkpoint(self, self.module, checkpoint)
-        for optimizer, state in zip(self.optimizers, checkpoint.get("optimizer_states", [])):
-            self.strategy.load_optimizer_state(optimizer, state)
-        for config, state in zip(self._lr_scheduler_configs,
-                                 checkpoint.get("lr_schedulers", [])):
-            config.scheduler.load_state_dict(state)
-        self.strategy.precision.load_state_dict(checkpoint.get("precision", {}))
-        if self.datamodule is not None and "datamodule" in checkpoint:
-            self.datamodule.load_state_dict(checkpoint["datamodule"])
-        self.global_step = checkpoint["global_step"]
-        self.current_epoch = checkpoint["epoch"]
-        return checkpoint
-
-
-_INSTEAD = {
-    "barebones": "enable_checkpointing=False, logger=False, enable_progress_bar=False, "
-                 "enable_model_summary=False",
-    "reload_dataloaders_every_n_epochs": "a dataloader whose dataset changes itself in "
-                                         "on_train_epoch_start",
-    "model_registry": "trainer.save_checkpoint(path) and upload the file",
-}
-
-
-def _root_dir(given: str | os.PathLike[str] | None) -> str:
-    """``default_root_dir`` as kept: the working directory when not given, a URL without its
-    trailing ``/``, a local path as given (``~`` expanded)."""
-    if given is None or given == "":
-        return os.getcwd()
-    storage.check(given, "Trainer(default_root_dir=...)")
-    given = storage.local(os.fspath(given))
-    return str(given).rstrip("/") if storage.is_url(given) else \
-        os.path.normpath(os.path.expanduser(given))
-
-
-def _refuse_unsupported(**given: Any) -> None:
-    """Lightning arguments fulmen does not implement: refused unless left at the default."""
-    defaults = {"barebones": False, "reload_dataloaders_every_n_epochs": 0,
-                "model_registry": None}
-    for flag, value in given.items():
-        if value != defaults[flag]:
-            raise ConfigurationError(f"Trainer({flag}={value!r}) is not implemented in fulmen; "
-                                     f"use {_INSTEAD[flag]}")
-
-
-def _check_optimizers_cover(model: Module, optimizers: list[Any]) -> None:
-    """Refuse, before the first step, optimizers that could train nothing."""
-    params = {id(p) for p in model.parameters()}
-    for i, optimizer in enumerate(optimizers):
-        mine = [p for group in optimizer.param_groups for p in group["params"]]
-        if mine and not any(id(p) in params for p in mine):
-            raise ConfigurationError(
-                f"optimizer {i} ({type(optimizer).__name__}) from configure_optimizers holds "
-                f"{len(mine)} parameters, none of them {type(model).__name__}'s: build it from "
-                "self.parameters() (a model created outside the module, or a copy?)")
-
-
-def _check_int(flag: str, value: Any, minimum: int, optional: bool = False) -> None:
-    if value is None and optional:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        extra = ", -1 for no limit" if minimum == -1 else ""
-        raise ConfigurationError(f"Trainer({flag}={value!r}): expected an int >= "
-                                 f"{max(minimum, 0)}{extra}" + (" or None" if optional else ""))
-
-
-def _check_fast_dev_run(value: Any) -> int:
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int) and value >= 0:
-        return value
-    raise ConfigurationError(f"Trainer(fast_dev_run={value!r}): use True, False or a number of "
-                             "batches")
-
-
-def _parse_max_time(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, timedelta):
-        if value.total_seconds() <= 0:
-            raise ConfigurationError(f"Trainer(max_time={value!r}): a time limit must be "
-                                     "positive")
-        return value.total_seconds()
-    if isinstance(value, dict):
-        try:
-            seconds = timedelta(**value).total_seconds()
-        except TypeError as exc:
-            raise ConfigurationError(f"Trainer(max_time={value!r}): {exc}; the keys are "
-                                     "datetime.timedelta's: days, hours, minutes, seconds, "
-                                     "weeks") from None
-        if seconds <= 0:
-            raise ConfigurationError(f"Trainer(max_time={value!r}): a time limit must be "
-                                     "positive")
-        return seconds
-    if isinstance(value, str):
-        parts = value.split(":")
-        if len(parts) == 4 and all(p.isdigit() for p in parts):
-            days, hours, minutes, seconds = map(int, parts)
-            total = timedelta(days=days, hours=hours, minutes=minutes,
-                              seconds=seconds).total_seconds()
-            if total <= 0:
-                raise ConfigurationError(f"Trainer(max_time={value!r}): a time limit must be "
-                                         "positive (None for no limit)")
-            return total
-    raise ConfigurationError(f"Trainer(max_time={value!r}): use 'DD:HH:MM:SS', a "
-                             "datetime.timedelta or a dict like {'hours': 2}")
-
-
-def _as_list(value: Any, kind: type, flag: str) -> list[Any]:
-    if value is None:
-        return []
-    items = list(value) if isinstance(value, list | tuple) else [value]
-    for item in items:
-        if not isinstance(item, kind):
-            raise ConfigurationError(f"{flag} got a {type(item).__name__}; it takes "
-                                     f"{kind.__module__.split('.')[0]}.{kind.__name__} objects")
-    return items
-
-
-def _default_callbacks(callbacks: list[Callback], checkpointing: bool, progress: bool,
-                       summary: bool) -> list[Callback]:
-    from fulmen.callbacks import ModelCheckpoint, ModelSummary, RichModelSummary, RichProgressBar
-    from fulmen.callbacks.progress import ProgressBar
-    from fulmen.callbacks.tqdm_progress import TQDMProgressBar
-
-    has = {kind: any(isinstance(c, kind) for c in callbacks)
-           for kind in (ModelCheckpoint, ProgressBar, ModelSummary)}
-    bars = [type(c).__name__ for c in callbacks if isinstance(c, ProgressBar)]
-    if len(bars) > 1:
-        raise ConfigurationError(f"You added multiple progress bar callbacks to the Trainer "
-                                 f"({', '.join(bars)}); keep one of them")
-    if bars and not progress:
-        raise ConfigurationError(f"Trainer was configured with `enable_progress_bar=False` but "
-                                 f"found `{bars[0]}` in callbacks list; drop one of them")
-    if has[ModelCheckpoint] and not checkpointing:
-        raise ConfigurationError("Trainer(enable_checkpointing=False) was given a "
-                                 "ModelCheckpoint callback; drop one of them")
-    extra: list[Callback] = []
-    if summary and not has[ModelSummary]:  # rich bars get the rich table, as in Lightning
-        rich = any(isinstance(c, RichProgressBar) for c in callbacks)
-        extra.append(RichModelSummary() if rich else ModelSummary())
-    if progress and not has[ProgressBar]:
-        extra.append(TQDMProgressBar())
-    if checkpointing and not has[ModelCheckpoint]:
-        extra.append(ModelCheckpoint())
-    return callbacks + extra
-
-
-def _merge_callbacks(existing: list[Callback], from_model: list[Callback]) -> list[Callback]:
-    """Callbacks from ``configure_callbacks`` replace the Trainer's of the same type."""
-    if not from_model:
-        return existing
-    kinds = {type(c) for c in from_model}
-    return [c for c in existing if type(c) not in kinds] + from_model
-
+        return self.run_state.progress.batches_that_stepped

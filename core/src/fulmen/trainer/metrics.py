@@ -1,0 +1,141 @@
+"""``Metrics``: the one owner of what ``self.log`` produced in a Trainer's run.
+
+It holds the :class:`~fulmen.trainer.results.Results` that ``self.log`` writes to now
+(``current``) and the training loop's (``train``), the latest values callbacks monitor, what
+went to the loggers and which names the progress bar shows; it sends values to the loggers on
+Lightning's step axis. The Trainer exposes it as ``trainer.metrics``; ``Module.log``, the hook
+table and the loops use only the members documented here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from fulmen.trainer.results import CallbackMetrics, Results
+
+if TYPE_CHECKING:
+    from fulmen.trainer.trainer import Trainer
+
+
+class Metrics:
+    """What the loops logged, for callbacks, the progress bar and the loggers."""
+
+    def __init__(self, trainer: Trainer) -> None:
+        self.trainer = trainer
+        #: the Results ``self.log`` writes to now (None outside a loop: ``self.log`` refuses)
+        self.current: Results | None = None
+        #: the running (or last) training epoch's Results: its step values are monitored
+        self.train: Results | None = None
+        #: latest epoch values and what callbacks wrote (``trainer.callback_metrics``)
+        self.values: dict[str, torch.Tensor] = {}
+        #: what was last sent to the loggers (``trainer.logged_metrics``)
+        self.logged: dict[str, Any] = {}
+        #: names logged with ``prog_bar=True`` whose epoch values are kept in ``values``
+        self.prog_bar_names: set[str] = set()
+        #: per (stage, dataloader): evaluation batches run, the step axis of per-batch values
+        self.eval_batches_seen: dict[tuple[str, int], int] = {}
+
+    def start_stage(self) -> None:
+        """A stage begins: no callback metrics or evaluation step counts carry over."""
+        self.values.clear()
+        self.eval_batches_seen = {}
+
+    def new_results(self, stage: str) -> Results:
+        """An empty Results for a loop of ``stage``, reducing through the strategy."""
+        return Results(stage, self.trainer.strategy.reduce)
+
+    # ------------------------------------------------------------------ reading
+
+    def callback_metrics(self) -> CallbackMetrics:
+        """Latest value of everything logged: step values during an epoch, then epoch values;
+        writes to the returned mapping land in ``values``."""
+        out = dict(self.values)
+        results = self.train
+        if results is not None:
+            for entry in results.entries.values():
+                value = results.step_values.get(entry.step_name)
+                if entry.on_step and value is not None:
+                    out[entry.step_name] = value
+                    if entry.on_epoch:
+                        out[entry.name] = value
+        return CallbackMetrics(out, self.values)
+
+    def progress_bar_metrics(self) -> dict[str, float]:
+        """Values logged with ``prog_bar=True``, as floats."""
+        names = set(self.prog_bar_names)
+        for results in (self.train, self.current):
+            if results is not None:
+                for e in results.entries.values():
+                    if e.prog_bar:
+                        names.update({e.step_name, e.epoch_name})
+        return {k: float(v) for k, v in self.callback_metrics().items() if k in names}
+
+    # ------------------------------------------------------------------ sending to loggers
+
+    def log_to_loggers(self, metrics: dict[str, Any], step: int | None = None) -> None:
+        """See :meth:`Trainer.log_to_loggers`."""
+        if not metrics:
+            return
+        trainer = self.trainer
+        values = {k: float(v) for k, v in metrics.items()}
+        self.logged.update(values)
+        if trainer.loggers and trainer.is_global_zero:
+            if step is None:
+                step = trainer.batches_that_stepped
+                values = {**values, "epoch": float(trainer.current_epoch)}
+            for lg in trainer.loggers:
+                lg.log_metrics(values, step=step)
+
+    def log_step(self, results: Results) -> None:
+        """A training step's values logged with ``on_step=True`` go to the loggers."""
+        entries = results.entry_for_step_name()
+        self.log_to_loggers({name: value for name, value in results.step_values.items()
+                             if entries[name].logger})
+
+    def log_eval_step(self, results: Results, step: int) -> None:
+        """Validation/test values logged with ``on_step=True`` (``name_step`` when also per
+        epoch): to the loggers at ``step`` (per dataloader, the batches it ran in this fit or
+        this validate/test call, as Lightning); not to callback metrics (Lightning keeps
+        per-batch evaluation values out of them)."""
+        entries = results.entry_for_step_name()
+        self.log_to_loggers({name: value for name, value in results.step_values.items()
+                             if entries[name].logger}, step)
+
+    def finish(self, results: Results, log: bool = True) -> dict[str, torch.Tensor]:
+        """Epoch values → callback metrics and loggers (on the training step axis); returns
+        them."""
+        finished: dict[str, torch.Tensor] = {}
+        to_log: dict[str, torch.Tensor] = {}
+        for name, (entry, value) in results.epoch_values().items():
+            finished[name] = self.values[name] = self.values[entry.name] = value
+            if entry.prog_bar:
+                self.prog_bar_names.add(name)
+            if entry.logger:
+                to_log[name] = value
+        if log:
+            self.log_to_loggers(to_log)
+        return finished
+
+    # ------------------------------------------------------------------ trials
+
+    def snapshot(self) -> tuple[Any, ...]:
+        """Everything, for :meth:`restore` after a trial (``Trainer.run_trial``)."""
+        return (self.current, self.train, dict(self.values), dict(self.logged),
+                set(self.prog_bar_names))
+
+    def restore(self, snapshot: tuple[Any, ...]) -> None:
+        (self.current, self.train, self.values, self.logged, self.prog_bar_names) = snapshot
+
+    # ------------------------------------------------------------------ spawned workers
+
+    def worker_state(self) -> dict[str, Any]:
+        """What a spawned rank 0 hands back: callback and logged metrics, on the CPU."""
+        return {"callback_metrics": {k: v.detach().cpu() if isinstance(v, torch.Tensor) else v
+                                     for k, v in self.callback_metrics().items()},
+                "logged_metrics": dict(self.logged)}
+
+    def load_worker_state(self, state: dict[str, Any]) -> None:
+        self.values = dict(state["callback_metrics"])
+        self.logged = dict(state["logged_metrics"])

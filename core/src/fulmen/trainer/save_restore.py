@@ -1,0 +1,142 @@
+"""A Trainer's checkpoint, dumped and restored: what ``trainer.save_checkpoint`` writes, which
+file ``ckpt_path`` names, and how a stage is restored from it. The contents and the checks
+shared with ``Module.load_from_checkpoint`` live in :mod:`fulmen.trainer.checkpoint`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fulmen import storage
+from fulmen.errors import ConfigurationError
+from fulmen.trainer import loops
+from fulmen.trainer.checkpoint import (
+    FORMAT_KEY,
+    check_keys,
+    require_fulmen_format,
+    require_resumable_version,
+    require_state_dict,
+)
+from fulmen.trainer.preemption import hpc_checkpoints
+
+if TYPE_CHECKING:
+    from fulmen.trainer.trainer import Trainer
+
+
+def dump(trainer: Trainer, weights_only: bool = False) -> dict[str, Any]:
+    """What ``trainer.save_checkpoint`` writes: weights, hyper-parameters and the manifest;
+    unless ``weights_only``, also loop progress, optimizers, schedulers, precision, random
+    states, callbacks and the datamodule."""
+    import fulmen
+    from fulmen.checkpoint import manifest
+    from fulmen.references import encode_hparams
+    from fulmen.seed import rng_states
+
+    assert trainer.module is not None
+    checkpoint: dict[str, Any] = {
+        FORMAT_KEY: fulmen.__version__,
+        "epoch": trainer.current_epoch,
+        "global_step": trainer.global_step,
+        "state_dict": trainer.strategy.module_state_dict(),
+        "hyper_parameters": encode_hparams(dict(trainer.module.hparams),
+                                           type(trainer.module).__name__),
+        "hparams_name": trainer.module.hparams_name,
+        manifest.KEY: manifest.origin(trainer.strategy.name, trainer.world_size, trainer.num_nodes,
+                                      str(trainer.precision), trainer.strategy.device_mesh),
+    }
+    if not weights_only:
+        checkpoint.update({
+            "loops": {"fit": loops.fit_state(trainer)},
+            "optimizer_states": [trainer.strategy.optimizer_state(o) for o in trainer.optimizers],
+            "lr_schedulers": [c.scheduler.state_dict() for c in trainer.lr_scheduler_configs],
+            "precision": trainer.strategy.precision.state_dict(),
+            "rng_states": rng_states(),
+            "callbacks": {c.state_key: c.state_dict() for c in trainer.callbacks},
+        })
+        if trainer.datamodule is not None:
+            checkpoint["datamodule"] = trainer.datamodule.state_dict()
+    for callback in trainer.callbacks:
+        callback.on_save_checkpoint(trainer, trainer.module, checkpoint)
+    trainer.module.on_save_checkpoint(checkpoint)
+    return checkpoint
+
+
+def resolve_path(trainer: Trainer, ckpt_path: Any) -> str | None:
+    """``ckpt_path`` as a path: ``"last"``, ``"best"`` and ``"hpc"`` looked up."""
+    if ckpt_path is None:
+        return None
+    if ckpt_path in ("last", "best", "hpc"):
+        cb = trainer.checkpoint_callback
+        path: str | None = None
+        if ckpt_path == "best" and cb is not None:
+            path = cb.best_model_path
+        elif ckpt_path == "last":
+            path = newest(trainer)
+        elif ckpt_path == "hpc":
+            found = hpc_checkpoints(trainer.default_root_dir)
+            path = str(found[-1][1]) if found else None
+        if not path:
+            where = (f"no hpc_ckpt_<n>.ckpt in default_root_dir={trainer.default_root_dir!r}"
+                     if ckpt_path == "hpc" else "no ModelCheckpoint callback" if cb is None
+                     else f"ModelCheckpoint dirpath={str(cb.dirpath)!r}")
+            raise ConfigurationError(f"ckpt_path={ckpt_path!r}: no {ckpt_path} checkpoint "
+                                     f"is known ({where}); pass a file path")
+        return str(path)
+    return str(ckpt_path)
+
+
+def newest(trainer: Trainer) -> str | None:
+    """The most recently written checkpoint: a preemption checkpoint in default_root_dir or
+    one of ModelCheckpoint's (``last.ckpt`` or any other in its dirpath)."""
+    candidates = [p for _, p in hpc_checkpoints(trainer.default_root_dir)]
+    cb, last = trainer.checkpoint_callback, None
+    if cb is not None:
+        last = cb.find_last()
+        candidates += [last] if last else []
+        if cb.dirpath:
+            candidates += [storage.join(cb.dirpath, name)
+                           for name in storage.listdir(cb.dirpath)
+                           if name.endswith(cb.FILE_EXTENSION)]
+    existing = [p for p in candidates if storage.exists(p)]
+    # on a tie (object stores count whole seconds) the "last" file wins
+    return max(existing, key=lambda p: (storage.mtime(p), p == last)) if existing else None
+
+
+def restore(trainer: Trainer, stage: str, ckpt_path: Any, weights_only: bool
+            ) -> dict[str, Any] | None:
+    """Load ``ckpt_path`` into the module (every stage) and, under fit, into callbacks,
+    optimizers, schedulers, precision and datamodule; the checkpoint a fit resumes from."""
+    path = trainer.ckpt_path = resolve_path(trainer, ckpt_path)
+    if path is None:
+        return None
+    checkpoint = trainer.strategy.load_checkpoint(path, weights_only=weights_only)
+    require_state_dict(checkpoint, path)
+    if stage == "fit":  # before anything is loaded: a refused resume changes nothing
+        require_fulmen_format(checkpoint, path)
+        require_resumable_version(checkpoint, path)
+    assert trainer.module is not None
+    trainer.module.on_load_checkpoint(checkpoint)
+    check_keys(trainer.module, checkpoint["state_dict"], path)
+    try:
+        trainer.strategy.load_module_state_dict(checkpoint["state_dict"])
+    except RuntimeError as exc:  # shapes that differ
+        from fulmen.checkpoint.fit import fit_error
+
+        raise fit_error(path, trainer.module, checkpoint["state_dict"], exc) from exc
+    if stage != "fit":
+        return None
+    for callback in trainer.callbacks:
+        state = checkpoint.get("callbacks", {}).get(callback.state_key)
+        if state is not None:
+            callback.load_state_dict(state)
+        callback.on_load_checkpoint(trainer, trainer.module, checkpoint)
+    for optimizer, state in zip(trainer.optimizers, checkpoint.get("optimizer_states", [])):
+        trainer.strategy.load_optimizer_state(optimizer, state)
+    for scheduler_config, state in zip(trainer.lr_scheduler_configs,
+                                       checkpoint.get("lr_schedulers", [])):
+        scheduler_config.scheduler.load_state_dict(state)
+    trainer.strategy.precision.load_state_dict(checkpoint.get("precision", {}))
+    if trainer.datamodule is not None and "datamodule" in checkpoint:
+        trainer.datamodule.load_state_dict(checkpoint["datamodule"])
+    trainer.global_step = checkpoint["global_step"]
+    trainer.current_epoch = checkpoint["epoch"]
+    return checkpoint
