@@ -62,6 +62,7 @@ class ManualForwards:
         self.state = root._get_fsdp_state()
         self._members = {id(m) for m in _gathered_by_root(root)}
         self.active = False
+        self._ended = False  # a backward of this step ended a forward of the root
 
     @contextlib.contextmanager
     def training_step(self, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -72,7 +73,7 @@ class ManualForwards:
         state._lazy_init()  # the root is the root, whichever unit runs first
         args, kwargs = state._cast_forward_inputs(args, kwargs)
         handle = torch.nn.modules.module.register_module_forward_pre_hook(self._before_call)
-        self.active = True
+        self.active, self._ended = True, False
         try:
             yield args, kwargs
         finally:
@@ -95,7 +96,12 @@ class ManualForwards:
         """The loss to run backward on: it ends the running forward, so FSDP's pre-backward
         hook is on it (gathering the parameters again when they were resharded, queueing the
         reduce-scatter of the gradients at the end of the backward). A loss of a forward that
-        ended already (a second backward through a retained graph) gets the hook too."""
+        an earlier backward ended (a second backward through a retained graph, after the
+        parameters were resharded) gets the hook too; other losses (of submodules sharded on
+        their own, of ``self(x)``) have FSDP's hooks already."""
         if self.state._training_state is TrainingState.FORWARD:
+            self._ended = True
             return self.state._post_forward(self.root, (), loss)
-        return self.state._register_pre_backward_hook(loss)
+        if self._ended:
+            return self.state._register_pre_backward_hook(loss)
+        return loss
