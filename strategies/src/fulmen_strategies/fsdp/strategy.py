@@ -16,6 +16,11 @@ within a node and replicated across nodes, so the large all-gathers stay on the 
 links; ``"_HYBRID_SHARD_ZERO2"`` is that without resharding after forward; ``"NO_SHARD"``
 replicates everything (mesh ``(world size, 1)``), like DDP. ``activation_checkpointing_policy``:
 module classes (or a predicate) whose activations are recomputed in backward.
+
+Manual optimization (``automatic_optimization = False``) works as under DDP: each
+``manual_backward`` averages the gradients over the ranks (see ``fulmen_strategies.fsdp.manual``
+for how the steps are split into FSDP forwards). Parameters are gathered when the submodules
+that own them are called: use them through module calls, not directly in ``training_step``.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import contextlib
 import enum
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.distributed.tensor import DTensor
@@ -32,6 +37,9 @@ from torch.distributed.tensor import DTensor
 from fulmen import ConfigurationError
 from fulmen_strategies import activation_checkpointing as ac
 from fulmen_strategies.parallel import ParallelStrategy
+
+if TYPE_CHECKING:
+    from fulmen_strategies.fsdp.manual import ManualForwards
 
 _STEPS = ("training_step", "validation_step", "test_step", "predict_step")
 #: sharding_strategy -> (hybrid: replicate across nodes, reshard_after_forward)
@@ -79,6 +87,8 @@ class FSDPStrategy(ParallelStrategy):
         self.optimizers: list[Any] = []
         self._in_training_step = False
         self._sharding_mesh: Any = None
+        self._manual: ManualForwards | None = None
+        self._training_step: Any = None  # the root's training_step without FSDP's forward
 
     @property
     def device_mesh(self) -> Any:
@@ -133,6 +143,8 @@ class FSDPStrategy(ParallelStrategy):
             register_fsdp_forward_method,
         )
 
+        from fulmen_strategies.fsdp.manual import ManualForwards
+
         if self._sharding_mesh is None:
             shape = self.sharding_mesh_shape()
             self._sharding_mesh = init_device_mesh(
@@ -146,6 +158,9 @@ class FSDPStrategy(ParallelStrategy):
             if name and self._wraps(child):
                 fully_shard(child, **options)
         fully_shard(module, **options)
+        step = getattr(module, "training_step", None)  # before FSDP's forward wraps it
+        self._training_step = step if callable(step) else None
+        self._manual = ManualForwards(module) if callable(step) else None
         for method in _STEPS:  # steps unshard the root like forward does
             if callable(getattr(module, method, None)):
                 register_fsdp_forward_method(module, method)
@@ -158,20 +173,29 @@ class FSDPStrategy(ParallelStrategy):
     def step(self, method: str, *args: Any, **kwargs: Any) -> Any:
         if method != "training_step" or not self.distributed:
             return super().step(method, *args, **kwargs)
-        self._in_training_step = True
-        try:
-            return super().step(method, *args, **kwargs)
-        finally:
-            self._in_training_step = False
+        module, manual = self.module, self._manual
+        assert module is not None
+        if getattr(module, "automatic_optimization", True) or manual is None \
+                or self._training_step is None:
+            self._in_training_step = True
+            try:  # one FSDP forward; the Trainer's backward follows it
+                return super().step(method, *args, **kwargs)
+            finally:
+                self._in_training_step = False
+        # manual optimization: FSDP forwards that each manual_backward ends (see .manual)
+        with self.precision.forward_context(), manual.training_step(args, kwargs) as (a, kw):
+            output = self._training_step(*a, **kw)
+        return manual.end(output)
 
     def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
-        if self._in_training_step:  # manual optimization: a backward inside training_step
+        if self._manual is not None and self._manual.active:
+            loss = self._manual.before_backward(loss)
+        elif self._in_training_step:
             raise ConfigurationError(
-                "manual optimization (manual_backward inside training_step) is not supported "
-                "with strategy='fsdp' yet: the backward runs inside FSDP2's forward, before it "
-                "sets up the gradient reduce-scatter, so the ranks would not average their "
-                "gradients. Use automatic optimization, or strategy='ddp', 'deepspeed' or "
-                "'ddp_sharded' for manual optimization")
+                "a backward inside training_step under automatic optimization with "
+                "strategy='fsdp': the Trainer runs the backward of the returned loss itself. "
+                "For backwards of your own set self.automatic_optimization = False (manual "
+                "optimization)")
         super().backward(loss, *args, **kwargs)
 
     @contextlib.contextmanager
