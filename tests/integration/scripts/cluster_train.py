@@ -88,8 +88,21 @@ class Interrupt(fulmen.Callback):
 
 
 class StartStep(fulmen.Callback):
+    """Records the step fit started at, and how many preemption votes the ranks held."""
+
+    def __init__(self, step_seconds: float = 0.0) -> None:
+        self.step_seconds, self.votes = step_seconds, 0
+
     def on_train_start(self, trainer: Any, module: Any) -> None:
         self.global_step = trainer.global_step
+
+    def on_train_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        time.sleep(self.step_seconds)  # slower steps than the vote interval: a vote per step
+
+    def on_train_end(self, trainer: Any, module: Any) -> None:
+        preemption = trainer.run_state.preemption
+        self.votes = preemption.votes if preemption is not None else 0
 
 
 def fsdp(sharding: str) -> Any:
@@ -117,11 +130,12 @@ def main() -> None:
     parser.add_argument("--sharding", default=None,
                         help="train with FSDPStrategy(sharding_strategy=...) (e.g. HYBRID_SHARD)")
     parser.add_argument("--batch-size", type=int, default=4)
+    parser.add_argument("--step-seconds", type=float, default=0.0)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
 
     out = Path(args.out)
-    start = StartStep()
+    start = StartStep(args.step_seconds)
     callbacks: list[Any] = [start, ModelCheckpoint(dirpath=out / "ckpt", save_top_k=-1,
                                                    every_n_train_steps=args.every_n_steps)]
     if args.at_step >= 0:
@@ -142,7 +156,7 @@ def main() -> None:
         "environment": trainer.cluster_environment.name, "world_size": trainer.world_size,
         "node_rank": trainer.node_rank, "local_rank": trainer.local_rank,
         "start_step": start.global_step, "global_step": trainer.global_step,
-        "weights": weights, "mesh": mesh_shape(trainer.strategy),
+        "votes": start.votes, "weights": weights, "mesh": mesh_shape(trainer.strategy),
         "seen": model.seen}))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import signal
 import threading
+import time
 from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,9 @@ from fulmen.status import configure_logging
 if TYPE_CHECKING:
     from fulmen.trainer.trainer import Trainer
 
+#: how often (seconds of training) distributed ranks vote on a preemption signal
+VOTE_SECONDS = 0.5
+_INTERVAL_BASE = 1 << 20  # a vote packs (request, next interval) as request * base + interval
 _CODES = {None: 0, "stop": 1, "requeue": 2}  # the strongest request any rank received wins
 _ACTIONS = {code: action for action, code in _CODES.items()}
 HPC_CHECKPOINT = re.compile(r"^hpc_ckpt_(\d+)\.ckpt$")
@@ -52,6 +56,11 @@ class Preemption:
         self.signum = 0
         self._previous: dict[int, Any] = {}
         self._pending: Callable[[], int] | None = None
+        self._polls = 0  # polls so far (one per stepped batch)
+        #: agreements started so far (distributed runs): far fewer than the steps
+        self.votes = 0
+        self._due = 1  # the poll that votes next: the same on every rank
+        self._last_vote: tuple[int, float] | None = None  # rank zero: (poll, time) of its last
 
     @property
     def active(self) -> bool:
@@ -79,21 +88,42 @@ class Preemption:
     def poll(self) -> str | None:
         """The action every rank takes now (None: go on).
 
-        Distributed, the ranks agree without waiting (``Strategy.start_agreement``): each poll
-        reads the agreement started by the previous one and starts the next, so a signal one
-        rank saw is acted on by every rank one step later, and no step waits on a collective.
+        Distributed, the ranks agree without waiting (``Strategy.start_agreement``), and not at
+        every step: a vote carries, besides each rank's request, rank zero's proposal for how
+        many polls to skip before the next one (about ``VOTE_SECONDS`` of training), so every
+        rank votes at the same polls and the steps between votes run no collective. Each vote
+        is read at the next one, so a signal any rank saw is acted on by every rank, after the
+        same batch, within about two vote intervals.
         """
         code = _CODES[self.received]
-        if self.trainer.world_size > 1:
-            mine = code * 256 + self.signum
-            pending, self._pending = self._pending, None
-            agreed = pending() if pending is not None else 0
-            code = agreed // 256
-            if code:  # every rank acts now: nothing more to agree on
-                self.signum = self.signum or agreed % 256
-            else:
-                self._pending = self.trainer.strategy.start_agreement(mine)
-        return _ACTIONS[code]
+        if self.trainer.world_size <= 1:
+            return _ACTIONS[code]
+        self._polls += 1
+        if self._polls < self._due:
+            return None
+        pending, self._pending = self._pending, None
+        agreed = pending() if pending is not None else 0
+        request, interval = divmod(agreed, _INTERVAL_BASE)
+        if request // 256:  # every rank acts now: nothing more to agree on
+            self.signum = self.signum or request % 256
+            return _ACTIONS[request // 256]
+        self._due = self._polls + max(interval, 1)
+        mine = (code * 256 + self.signum) * _INTERVAL_BASE + self._proposal()
+        self._pending = self.trainer.strategy.start_agreement(mine)
+        self.votes += 1
+        return None
+
+    def _proposal(self) -> int:
+        """Rank zero: the polls that take about ``VOTE_SECONDS`` at the pace since its last
+        vote; other ranks propose 0, so the agreed maximum is rank zero's."""
+        if not self.trainer.is_global_zero:
+            return 0
+        now, last = time.monotonic(), self._last_vote
+        self._last_vote = (self._polls, now)
+        if last is None:
+            return 1
+        per_poll = (now - last[1]) / max(self._polls - last[0], 1)
+        return int(min(max(VOTE_SECONDS / max(per_poll, 1e-6), 1), _INTERVAL_BASE - 1))
 
     def finish(self) -> None:
         """Read the agreement still in flight after the last step (every rank has one)."""
