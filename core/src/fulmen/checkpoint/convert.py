@@ -196,6 +196,7 @@ def write_file(tree: dict[str, Any], target: Path) -> None:
                 handle.write(data)
                 crcs[info.filename] = zlib.crc32(data)
                 del tensor, data
+                give_back_memory()
             _patch_crcs(handle, records, crcs, start_dir)
 
 
@@ -263,6 +264,7 @@ def write_dcp(tree: dict[str, Any], target: Path) -> None:
         def resolve_data(self, write_item: Any) -> Any:
             value = super().resolve_data(write_item)
             lazy = sources.get(id(value))
+            give_back_memory()  # the tensors DCP wrote before this one
             return lazy.read().detach().cpu().contiguous() if lazy is not None else value
 
     with atomic_target(target) as tmp:
@@ -315,3 +317,23 @@ def write_safetensors(tree: dict[str, Any], target: Path) -> None:
                              if tensor.dtype == torch.bool else
                              tensor.reshape(-1).view(torch.uint8).numpy())
             del tensor
+            give_back_memory()
+
+
+_TRIM: list[Any] = []
+
+
+def give_back_memory() -> None:
+    """Return freed heap memory to the system (glibc's ``malloc_trim``; nothing elsewhere).
+    After a large buffer is freed, glibc serves later buffers of that size from its heap and
+    keeps them resident when freed, so converting tensor after tensor would hold about the whole
+    model; trimming after each tensor keeps the peak near the largest one."""
+    if not _TRIM:
+        import ctypes
+        import ctypes.util
+
+        name = ctypes.util.find_library("c")
+        trim = getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+        _TRIM.append(trim)
+    if _TRIM[0] is not None:
+        _TRIM[0](0)
