@@ -878,7 +878,7 @@ class Trainer(SelectionReport):
 
     def _dump_checkpoint(self, weights_only: bool = False) -> dict[str, Any]:
         import fulmen
-        from fulmen.checkpoint import manifest
+        from fulmen.checkpoint import manifest, rng
         from fulmen.references import encode_hparams
         from fulmen.seed import rng_states
 
@@ -903,6 +903,7 @@ class Trainer(SelectionReport):
                 "rng_states": rng_states(),
                 "callbacks": {c.state_key: c.state_dict() for c in self.callbacks},
             })
+            rng.record(checkpoint, self.strategy, self._loop_state)  # every rank's
             if self.datamodule is not None:
                 checkpoint["datamodule"] = self.datamodule.state_dict()
         for callback in self.callbacks:

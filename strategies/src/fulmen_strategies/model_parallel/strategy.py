@@ -139,7 +139,8 @@ class ModelParallelStrategy(FSDPStrategy):
         dp = self.mesh_shape()[0]
         if not use_distributed_sampler or dp == 1:
             return dataloader
-        return samplers.distribute(dataloader, stage, dp, self.data_parallel_rank)
+        return samplers.distribute(dataloader, stage, dp, self.data_parallel_rank,
+                                   samplers.agreed_seed(dataloader, self))
 
     def reduce(self, tensor: Any, reduce_op: str = "mean") -> Any:
         if not self.distributed:
