@@ -102,6 +102,39 @@ def test_same_world_size_resume_is_bit_exact(runs: Runs) -> None:
         assert torch.equal(torch.tensor(value), torch.tensor(resumed["weights"][name])), name
 
 
+def seen(run: Run, ranks: int, epoch: int, before: int | None = None) -> list[int]:
+    """The sample indices every rank of ``run`` trained on in ``epoch`` (in its batches before
+    ``before``)."""
+    return [i for rank in range(ranks) for e, index, batch in run.json(f"seen{rank}")
+            if e == epoch and (before is None or index < before) for i in batch]
+
+
+@pytest.mark.parametrize(("source", "target"), [
+    (("ddp", 2), ("single_device", 1)),
+    pytest.param(("single_device", 1), ("fsdp_sharded", 2), marks=pytest.mark.slow),
+    pytest.param(("deepspeed", 2), ("ddp", 1), marks=pytest.mark.slow),
+    pytest.param(("ddp", 2), ("ddp", 3), marks=pytest.mark.slow),
+], ids=lambda p: f"{p[0]}{p[1]}")
+def test_mid_epoch_resume_on_another_world_size(runs: Runs, source: tuple[str, int],
+                                                target: tuple[str, int]) -> None:
+    """Checkpointed inside the first epoch (16 of its 32 samples trained on), resumed on another
+    world size: the epoch goes on with the samples not yet seen (each once when 16 samples are
+    whole rounds of the new world size; else the last partial round again, never a skip)."""
+    steps = 4 // source[1]
+    first = runs("--strategy", source[0], "--devices", str(source[1]), "--epochs", "1",
+                 "--save-at", str(steps))
+    progress = read(first.out / "mid.ckpt")["loops"]["fit"]["progress"]
+    assert progress["epochs"] == {"started": 1, "completed": 0}
+    second = runs("--strategy", target[0], "--devices", str(target[1]), "--epochs", "1",
+                  "--resume", str(first.out / "mid.ckpt"))
+    before, after = seen(first, source[1], 0, steps), seen(second, target[1], 0)
+    assert sorted(before) == list(range(16))
+    if 16 % (4 * target[1]) == 0:
+        assert sorted(after) == list(range(16, 32))
+    else:
+        assert set(after) >= set(range(16, 32)) and len(after) <= 16 + 4 * target[1]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("source", "target"),
                          list(itertools.permutations([(s, 2) for s in STRATEGIES[1:]] +

@@ -402,8 +402,11 @@ def load(strategy: Strategy, path: Any, weights_only: bool = True) -> dict[str, 
     else:
         content = read_directory(path, weights_only, strategy.checkpoint_template(),
                                  reader=strategy.name)
-    if isinstance(content, dict):  # this rank's own random states
+    if isinstance(content, dict):  # this rank's own random states and place in the epoch
+        from fulmen.trainer.progress import rescale
+
         content = rng.select(content, strategy.global_rank, strategy.world_size)
+        content = rescale(content, strategy.world_size)
     return content
 
 
