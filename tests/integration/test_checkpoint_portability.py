@@ -11,6 +11,7 @@ size the resumed run ends bit-exactly where an uninterrupted run does. The fast 
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import pytest
 import torch
 from processes import Run, script_runner
 
-from fulmen.checkpoint import canonical
+from fulmen.checkpoint import canonical, tool
 
 SCRIPTS = Path(__file__).parent / "scripts"
 STRATEGIES = ("single_device", "ddp", "fsdp_sharded", "deepspeed", "ddp_sharded")
@@ -133,6 +134,33 @@ def test_mid_epoch_resume_on_another_world_size(runs: Runs, source: tuple[str, i
         assert sorted(after) == list(range(16, 32))
     else:
         assert set(after) >= set(range(16, 32)) and len(after) <= 16 + 4 * target[1]
+
+
+@pytest.mark.parametrize("source", [
+    ("ddp", 2), ("fsdp_sharded", 2), ("deepspeed", 2),  # checkpoints the fast cases wrote
+    pytest.param(("single_device", 1), marks=pytest.mark.slow),
+    pytest.param(("ddp_sharded", 2), marks=pytest.mark.slow),
+], ids=lambda p: f"{p[0]}{p[1]}")
+def test_checkpoint_tool_reads_every_strategy(runs: Runs, source: tuple[str, int],
+                                              tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """``fulmen checkpoint inspect|verify|convert|diff`` on each strategy's checkpoint: the
+    manifest records the world size and every rank's random states; a conversion to either
+    layout holds the same tensors (random states included)."""
+    path = str(runs.first_epoch(*source).out / "final.ckpt")
+    assert tool.main(["inspect", path, "--json"]) == 0
+    origin = json.loads(capsys.readouterr().out)["origin"]
+    assert origin["world_size"] == origin["rng_ranks"] == source[1]
+    assert tool.main(["inspect", path]) == 0
+    assert tool.main(["verify", path]) == 0, capsys.readouterr().out
+    for layout in ("file", "dcp"):
+        converted = str(tmp_path / f"converted.{layout}")
+        assert tool.main(["convert", path, converted, "--to", layout]) == 0
+        capsys.readouterr()
+        assert tool.main(["diff", path, converted]) == 0, capsys.readouterr().out
+        assert tool.main(["verify", converted]) == 0, capsys.readouterr().out
+    assert tool.main(["convert", path, str(tmp_path / "w.safetensors"),
+                      "--to", "safetensors"]) == 0
 
 
 @pytest.mark.slow

@@ -406,7 +406,7 @@ def load(strategy: Strategy, path: Any, weights_only: bool = True) -> dict[str, 
         from fulmen.trainer.progress import rescale
 
         content = rng.select(content, strategy.global_rank, strategy.world_size)
-        content = rescale(content, strategy.world_size)
+        content = rescale(content, strategy.world_size, strategy.global_rank)
     return content
 
 

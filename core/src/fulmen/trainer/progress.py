@@ -64,15 +64,15 @@ class FitProgress:
         return progress
 
 
-def rescale(checkpoint: dict[str, Any], world_size: int) -> dict[str, Any]:
+def rescale(checkpoint: dict[str, Any], world_size: int, rank: int = 0) -> dict[str, Any]:
     """``checkpoint`` (a loaded one) with its position inside an interrupted epoch expressed for
     ``world_size`` processes instead of the world size that wrote it (its manifest's).
 
     Each rank counts the batches it ran; ``n`` of them on ``W`` ranks consumed the first
     ``n * W`` batches of the epoch's (distributed-sampler) order, so on ``V`` ranks the epoch
     goes on after ``n * W // V`` batches per rank. When ``n * W`` is not a multiple of ``V``
-    the few batches over the last whole round are run again (never skipped), with a log line.
-    Epoch-boundary checkpoints and those without a manifest are returned as they are."""
+    the few batches over the last whole round are run again (never skipped), with a log line
+    (from rank ``rank`` 0). Epoch-boundary checkpoints and those without a manifest are returned as they are."""
     from fulmen.checkpoint import manifest
 
     facts = checkpoint.get(manifest.KEY)
@@ -88,13 +88,13 @@ def rescale(checkpoint: dict[str, Any], world_size: int) -> dict[str, Any]:
         return checkpoint  # not inside an epoch
     done = int(batches.get("completed", 0))
     start, over = divmod(done * saved, world_size)
-    if over:
+    if over and rank == 0:
         import logging
 
         logging.getLogger("fulmen").info(
-            "resuming an epoch interrupted after %d batches on each of %d processes on %d "
-            "processes: each continues after batch %d (%d batch(es) of the epoch run again)",
-            done, saved, world_size, start, over)
+            "the checkpoint was taken after %d batches of the epoch on each of %d processes; on "
+            "%d processes each continues after %d batches, and %d batch(es) of the epoch run "
+            "again", done, saved, world_size, start, over)
     progress["batches"] = {**batches, "started": start, "completed": start}
     fit["batches_done"] = start
     return checkpoint
