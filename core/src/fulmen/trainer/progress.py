@@ -72,7 +72,8 @@ def rescale(checkpoint: dict[str, Any], world_size: int, rank: int = 0) -> dict[
     ``n * W`` batches of the epoch's (distributed-sampler) order, so on ``V`` ranks the epoch
     goes on after ``n * W // V`` batches per rank. When ``n * W`` is not a multiple of ``V``
     the few batches over the last whole round are run again (never skipped), with a log line
-    (from rank ``rank`` 0). Epoch-boundary checkpoints and those without a manifest are returned as they are."""
+    (from rank 0; ``rank`` is this process's). Epoch-boundary checkpoints and those without
+    a manifest are returned as they are."""
     from fulmen.checkpoint import manifest
 
     facts = checkpoint.get(manifest.KEY)
