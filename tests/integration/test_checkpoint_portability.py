@@ -94,13 +94,23 @@ def test_resume_on_another_strategy(runs: Runs, source: tuple[str, int],
     resume(runs, source, target)
 
 
-def test_same_world_size_resume_is_bit_exact(runs: Runs) -> None:
-    straight = runs("--strategy", "ddp", "--devices", "2", "--epochs", "2").json("rank0")
-    first = runs.first_epoch("ddp", 2)
-    resumed = runs("--strategy", "ddp", "--devices", "2", "--epochs", "2", "--resume",
-                   str(first.out / "final.ckpt")).json("rank0")
-    for name, value in straight["weights"].items():
-        assert torch.equal(torch.tensor(value), torch.tensor(resumed["weights"][name])), name
+@pytest.mark.parametrize("strategy", [
+    ("ddp", 2),
+    *(pytest.param(s, marks=pytest.mark.slow) for s in
+      [("single_device", 1), ("fsdp_sharded", 2), ("deepspeed", 2), ("ddp_sharded", 2)]),
+], ids=lambda p: f"{p[0]}{p[1]}")
+def test_same_world_size_resume_is_bit_exact(runs: Runs, strategy: tuple[str, int]) -> None:
+    """Resumed from the end of the first epoch, or from inside it (after step 2), on the same
+    strategy and world size: the weights end equal to the uninterrupted run's."""
+    args = ("--strategy", strategy[0], "--devices", str(strategy[1]))
+    straight = runs(*args, "--epochs", "2").json("rank0")
+    checkpoints = [runs.first_epoch(*strategy).out / "final.ckpt",
+                   runs(*args, "--epochs", "1", "--save-at", "2").out / "mid.ckpt"]
+    for checkpoint in checkpoints:
+        resumed = runs(*args, "--epochs", "2", "--resume", str(checkpoint)).json("rank0")
+        for name, value in straight["weights"].items():
+            assert torch.equal(torch.tensor(value), torch.tensor(resumed["weights"][name])), \
+                (checkpoint.name, name)
 
 
 def seen(run: Run, ranks: int, epoch: int, before: int | None = None) -> list[int]:
