@@ -11,6 +11,7 @@ size the resumed run ends bit-exactly where an uninterrupted run does. The fast 
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import pytest
 import torch
 from processes import Run, script_runner
 
-from fulmen.checkpoint import canonical
+from fulmen.checkpoint import canonical, tool
 
 SCRIPTS = Path(__file__).parent / "scripts"
 STRATEGIES = ("single_device", "ddp", "fsdp_sharded", "deepspeed", "ddp_sharded")
@@ -93,13 +94,83 @@ def test_resume_on_another_strategy(runs: Runs, source: tuple[str, int],
     resume(runs, source, target)
 
 
-def test_same_world_size_resume_is_bit_exact(runs: Runs) -> None:
-    straight = runs("--strategy", "ddp", "--devices", "2", "--epochs", "2").json("rank0")
-    first = runs.first_epoch("ddp", 2)
-    resumed = runs("--strategy", "ddp", "--devices", "2", "--epochs", "2", "--resume",
-                   str(first.out / "final.ckpt")).json("rank0")
-    for name, value in straight["weights"].items():
-        assert torch.equal(torch.tensor(value), torch.tensor(resumed["weights"][name])), name
+@pytest.mark.parametrize("strategy", [
+    ("ddp", 2),
+    *(pytest.param(s, marks=pytest.mark.slow) for s in
+      [("single_device", 1), ("fsdp_sharded", 2), ("deepspeed", 2), ("ddp_sharded", 2)]),
+], ids=lambda p: f"{p[0]}{p[1]}")
+def test_same_world_size_resume_is_bit_exact(runs: Runs, strategy: tuple[str, int]) -> None:
+    """Resumed from the end of the first epoch, or from inside it (after step 2), on the same
+    strategy and world size: the weights end equal to the uninterrupted run's."""
+    args = ("--strategy", strategy[0], "--devices", str(strategy[1]))
+    straight = runs(*args, "--epochs", "2").json("rank0")
+    checkpoints = [runs.first_epoch(*strategy).out / "final.ckpt",
+                   runs(*args, "--epochs", "1", "--save-at", "2").out / "mid.ckpt"]
+    for checkpoint in checkpoints:
+        resumed = runs(*args, "--epochs", "2", "--resume", str(checkpoint)).json("rank0")
+        for name, value in straight["weights"].items():
+            assert torch.equal(torch.tensor(value), torch.tensor(resumed["weights"][name])), \
+                (checkpoint.name, name)
+
+
+def seen(run: Run, ranks: int, epoch: int, before: int | None = None) -> list[int]:
+    """The sample indices every rank of ``run`` trained on in ``epoch`` (in its batches before
+    ``before``)."""
+    return [i for rank in range(ranks) for e, index, batch in run.json(f"seen{rank}")
+            if e == epoch and (before is None or index < before) for i in batch]
+
+
+@pytest.mark.parametrize(("source", "target"), [
+    (("ddp", 2), ("single_device", 1)),
+    pytest.param(("single_device", 1), ("fsdp_sharded", 2), marks=pytest.mark.slow),
+    pytest.param(("deepspeed", 2), ("ddp", 1), marks=pytest.mark.slow),
+    pytest.param(("ddp", 2), ("ddp", 3), marks=pytest.mark.slow),
+], ids=lambda p: f"{p[0]}{p[1]}")
+def test_mid_epoch_resume_on_another_world_size(runs: Runs, source: tuple[str, int],
+                                                target: tuple[str, int]) -> None:
+    """Checkpointed inside the first epoch (16 of its 32 samples trained on), resumed on another
+    world size: the epoch goes on with the samples not yet seen (each once when 16 samples are
+    whole rounds of the new world size; else the last partial round again, never a skip)."""
+    steps = 4 // source[1]
+    first = runs("--strategy", source[0], "--devices", str(source[1]), "--epochs", "1",
+                 "--save-at", str(steps))
+    progress = read(first.out / "mid.ckpt")["loops"]["fit"]["progress"]
+    assert progress["epochs"] == {"started": 1, "completed": 0}
+    second = runs("--strategy", target[0], "--devices", str(target[1]), "--epochs", "1",
+                  "--resume", str(first.out / "mid.ckpt"))
+    before, after = seen(first, source[1], 0, steps), seen(second, target[1], 0)
+    assert sorted(before) == list(range(16))
+    if 16 % (4 * target[1]) == 0:
+        assert sorted(after) == list(range(16, 32))
+    else:
+        assert set(after) >= set(range(16, 32)) and len(after) <= 16 + 4 * target[1]
+
+
+@pytest.mark.parametrize("source", [
+    ("ddp", 2), ("fsdp_sharded", 2), ("deepspeed", 2),  # checkpoints the fast cases wrote
+    pytest.param(("single_device", 1), marks=pytest.mark.slow),
+    pytest.param(("ddp_sharded", 2), marks=pytest.mark.slow),
+], ids=lambda p: f"{p[0]}{p[1]}")
+def test_checkpoint_tool_reads_every_strategy(runs: Runs, source: tuple[str, int],
+                                              tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """``fulmen checkpoint inspect|verify|convert|diff`` on each strategy's checkpoint: the
+    manifest records the world size and every rank's random states; a conversion to either
+    layout holds the same tensors (random states included)."""
+    path = str(runs.first_epoch(*source).out / "final.ckpt")
+    assert tool.main(["inspect", path, "--json"]) == 0
+    origin = json.loads(capsys.readouterr().out)["origin"]
+    assert origin["world_size"] == origin["rng_ranks"] == source[1]
+    assert tool.main(["inspect", path]) == 0
+    assert tool.main(["verify", path]) == 0, capsys.readouterr().out
+    for layout in ("file", "dcp"):
+        converted = str(tmp_path / f"converted.{layout}")
+        assert tool.main(["convert", path, converted, "--to", layout]) == 0
+        capsys.readouterr()
+        assert tool.main(["diff", path, converted]) == 0, capsys.readouterr().out
+        assert tool.main(["verify", converted]) == 0, capsys.readouterr().out
+    assert tool.main(["convert", path, str(tmp_path / "w.safetensors"),
+                      "--to", "safetensors"]) == 0
 
 
 @pytest.mark.slow

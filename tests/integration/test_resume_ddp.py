@@ -38,9 +38,8 @@ def test_mid_epoch_resume_on_two_ddp_processes_is_bit_exact(run_script):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason=(
-    "known limitation: a checkpoint holds rank 0's random state (rank 0 writes it) and every "
-    "rank restores that one, so ranks seeded differently do not continue their own streams"))
 def test_mid_epoch_resume_with_per_rank_seeds_is_bit_exact(run_script):
-    """Each rank's random numbers differ (dropout, augmentation): each rank resumes its own."""
+    """Each rank's random numbers differ (dropout, augmentation): the checkpoint holds every
+    rank's random states and each rank resumes its own (and the ranks still shuffle with one
+    sampler seed, rank zero's, so their shards do not overlap)."""
     _resume_matches(run_script, "--rank-seeds")

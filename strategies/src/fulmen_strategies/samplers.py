@@ -74,11 +74,26 @@ def process(loader: Any, stage: str, use_distributed_sampler: bool, strategy: An
     rank when asked and distributed, else leave the loader alone."""
     if not use_distributed_sampler or not strategy.distributed:
         return loader
-    return distribute(loader, stage, strategy.world_size, strategy.global_rank)
+    return distribute(loader, stage, strategy.world_size, strategy.global_rank,
+                      agreed_seed(loader, strategy))
 
 
-def distribute(loader: Any, stage: str, num_replicas: int, rank: int) -> Any:
-    """A copy of ``loader`` whose sampler gives this rank its shard."""
+def agreed_seed(loader: Any, strategy: Any) -> int | None:
+    """Rank zero's global seed, for the distributed sampler of ``loader`` (None when it gets
+    none): every replica must shuffle with the same seed, or the shards overlap, also when each
+    rank seeded itself differently (``seed_everything(seed + rank)``). One broadcast, when the
+    loader is set up; every rank sets up its loaders."""
+    if not isinstance(loader, DataLoader) or isinstance(loader.dataset, IterableDataset) or \
+            isinstance(loader.sampler, DistributedSampler):
+        return None
+    return int(strategy.broadcast(int(os.environ.get("FULMEN_GLOBAL_SEED", 0)), 0))
+
+
+def distribute(loader: Any, stage: str, num_replicas: int, rank: int,
+               seed: int | None = None) -> Any:
+    """A copy of ``loader`` whose sampler gives this rank its shard, shuffled (when it is) with
+    ``seed`` (default: the global seed, ``FULMEN_GLOBAL_SEED``), which must be the same on
+    every rank."""
     if not isinstance(loader, DataLoader):
         return loader
     if isinstance(loader.dataset, IterableDataset):
@@ -97,7 +112,8 @@ def distribute(loader: Any, stage: str, num_replicas: int, rank: int) -> Any:
             ", which fulmen cannot shard across processes. Shard it yourself and pass "
             "use_distributed_sampler=False, or use a sampler instead of a batch_sampler")
     inner = loader.sampler
-    seed = int(os.environ.get("FULMEN_GLOBAL_SEED", 0))
+    if seed is None:
+        seed = int(os.environ.get("FULMEN_GLOBAL_SEED", 0))
     options: dict[str, Any] = {"num_replicas": num_replicas, "rank": rank, "seed": seed}
     sampler: Any
     if stage == "predict":

@@ -6,7 +6,8 @@ It is a single ``torch.save`` file when one process holds the whole state, or el
 - ``.metadata`` and ``__<rank>_<n>.distcp``: DCP's files, holding the entries that carry
   sharded tensors (always ``state_dict`` and ``optimizer_states`` for the Trainer);
 - ``meta.pt``: every other entry (progress, hyper-parameters, callbacks...), from rank 0;
-- ``rng/rank_<r>.pt``: each rank's random-number-generator states;
+- ``rng/rank_<r>.pt``: each rank's random-number-generator states, written by that rank
+  (its entry of ``rng_states_per_rank``, :mod:`fulmen.checkpoint.rng`);
 - ``fulmen_manifest.json``: where it came from (:func:`fulmen.checkpoint.manifest.origin`)
   and the size and sha256 of every file.
 
@@ -153,13 +154,17 @@ def save_directory(strategy: Strategy, checkpoint: dict[str, Any], path: Any) ->
     import torch
     import torch.distributed.checkpoint as dcp
 
-    from fulmen.seed import rng_states
+    from fulmen.checkpoint import rng
 
     shards, meta = split(checkpoint)
+    per_rank = meta.pop(rng.KEY, None)  # each rank writes its own entry
+    rank = strategy.global_rank
+    entry = per_rank[rank] if isinstance(per_rank, list) and rank < len(per_rank) \
+        else rng.own()
     with staged_directory(strategy, Path(path)) as staging:
         dcp.save(shards, checkpoint_id=str(staging))
         (staging / RNG_DIR).mkdir(exist_ok=True)
-        torch.save(rng_states(), staging / RNG_DIR / f"rank_{strategy.global_rank}.pt")
+        torch.save(entry, staging / RNG_DIR / f"rank_{rank}.pt")
         if strategy.is_global_zero:
             torch.save(meta, staging / META)
         strategy.barrier("canonical-save")
@@ -352,10 +357,22 @@ def place(out: dict[Any, Any], path: tuple[Any, ...], value: Any) -> None:
 
 
 def rank_rng(root: Path, rank: int) -> Any:
-    """The RNG states rank ``rank`` saved in a canonical directory, or None."""
+    """The entry of ``rng_states_per_rank`` rank ``rank`` saved in a canonical directory
+    (``{"rng_states": ..., "epoch_rng": ...}``), or None."""
     file = root / RNG_DIR / f"rank_{rank}.pt"
-    return safety.load_file(file) if file.is_file() else None
+    if not file.is_file():
+        return None
+    entry = safety.load_file(file)
+    # directories written before per-rank entries hold the bare states
+    return {"rng_states": entry} if isinstance(entry, dict) and "torch" in entry else entry
 
+
+def rank_rngs(root: Path) -> list[Any]:
+    """Every rank's entry (:func:`rank_rng`), by rank, up to the first rank without one."""
+    entries: list[Any] = []
+    while (entry := rank_rng(root, len(entries))) is not None:
+        entries.append(entry)
+    return entries
 
 
 def is_directory(path: Any) -> bool:
@@ -375,20 +392,29 @@ def remove_directory(path: Any) -> None:
 def load(strategy: Strategy, path: Any, weights_only: bool = True) -> dict[str, Any]:
     """What :meth:`Strategy.load_checkpoint` does: read any fulmen checkpoint for
     ``strategy`` (see the module's docstring)."""
+    from fulmen.checkpoint import rng
+
     if not is_directory(path):
         content = strategy.checkpoint_io.load_checkpoint(path, map_location="cpu",
                                                          weights_only=weights_only)
         if isinstance(content, dict):
             manifest.check_version(content.get(manifest.KEY), str(path))
-        return content
-    return read_directory(path, weights_only, strategy.checkpoint_template(),
-                          strategy.global_rank, strategy.name)
+    else:
+        content = read_directory(path, weights_only, strategy.checkpoint_template(),
+                                 reader=strategy.name)
+    if isinstance(content, dict):  # this rank's own random states and place in the epoch
+        from fulmen.trainer.progress import rescale
+
+        content = rng.select(content, strategy.global_rank, strategy.world_size)
+        content = rescale(content, strategy.world_size, strategy.global_rank)
+    return content
 
 
 def read_directory(path: Any, weights_only: bool = True, template: dict[str, Any] | None = None,
                    rank: int = 0, reader: str = "this strategy") -> dict[str, Any]:
-    """A checkpoint directory's content, for rank ``rank`` (its own RNG states when it saved
-    them); an older DeepSpeed directory is refused with the command that converts it."""
+    """A checkpoint directory's content: every rank's random states under
+    ``rng_states_per_rank`` (``rng_states``: rank ``rank``'s when it saved some); an older
+    DeepSpeed directory is refused with the command that converts it."""
     from fulmen.checkpoint import reading, remote
 
     root = Path(remote.local(path))
@@ -398,9 +424,13 @@ def read_directory(path: Any, weights_only: bool = True, template: dict[str, Any
             f"checkpoint {str(root)!r} is a {kind} directory written by an older fulmen or by "
             f"DeepSpeed itself; {reader} reads fulmen's canonical checkpoints. Convert it "
             f"first: fulmen checkpoint convert {str(root)!r} {str(root) + '.ckpt'!r} --to file")
+    from fulmen.checkpoint import rng
+
     content = load_directory(root, template, weights_only)
-    if "rng_states" in content:  # this rank's own generators, when it saved some
-        own = rank_rng(root, rank)
-        if own is not None:
-            content["rng_states"] = own
+    if "rng_states" in content:  # every rank's generators, when they saved some
+        entries = rank_rngs(root)
+        if entries:
+            content[rng.KEY] = entries
+            if rank < len(entries):
+                content["rng_states"] = entries[rank]["rng_states"]
     return content

@@ -78,6 +78,11 @@ class Source:
             meta = {}
         lists = set(meta.pop("fulmen_dcp_lists", ["optimizer_states"]))
         meta.pop("fulmen_dcp_keys", None)
+        entries = canonical.rank_rngs(self.path)  # every rank's random states, one list
+        if entries and "rng_states" in meta:
+            from fulmen.checkpoint import rng
+
+            meta[rng.KEY] = entries
         tree: dict[str, Any] = self._lazify(meta)  # every tensor lazy: one record each
         for flat, path, entry in canonical.items(self.path):
             size = getattr(entry, "size", None)

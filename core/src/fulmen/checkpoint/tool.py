@@ -153,13 +153,14 @@ class _Shaped:
 
 
 def _tensors(path: str) -> dict[str, Any]:
-    """Every tensor of a checkpoint by dotted name; a DCP directory's read whole."""
+    """Every tensor of a checkpoint by dotted name; a DCP directory's read whole (every rank's
+    random states included, as a file converted from it holds them)."""
     from pathlib import Path
 
     from fulmen.checkpoint import canonical, reading
 
     if reading.kind_of(Path(path)) == "dcp":
-        return reading.flatten(canonical.load_directory(Path(path)))
+        return reading.flatten(canonical.read_directory(Path(path)))
     return dict(reading.read(path)["tensors"])
 
 

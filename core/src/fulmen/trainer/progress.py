@@ -93,3 +93,40 @@ class RunState:
     def data_changed(self) -> bool:
         """A trial ran since evaluation/predict last set their data up."""
         return self.trials != self.trials_seen
+
+
+def rescale(checkpoint: dict[str, Any], world_size: int, rank: int = 0) -> dict[str, Any]:
+    """``checkpoint`` (a loaded one) with its position inside an interrupted epoch expressed for
+    ``world_size`` processes instead of the world size that wrote it (its manifest's).
+
+    Each rank counts the batches it ran; ``n`` of them on ``W`` ranks consumed the first
+    ``n * W`` batches of the epoch's (distributed-sampler) order, so on ``V`` ranks the epoch
+    goes on after ``n * W // V`` batches per rank. When ``n * W`` is not a multiple of ``V``
+    the few batches over the last whole round are run again (never skipped), with a log line
+    (from rank 0; ``rank`` is this process's). Epoch-boundary checkpoints and those without
+    a manifest are returned as they are."""
+    from fulmen.checkpoint import manifest
+
+    facts = checkpoint.get(manifest.KEY)
+    saved = facts.get("world_size") if isinstance(facts, dict) else None
+    loops = checkpoint.get("loops")
+    fit = loops.get("fit") if isinstance(loops, dict) else None
+    if not isinstance(saved, int) or saved == world_size or saved < 1 or \
+            not isinstance(fit, dict) or not isinstance(fit.get("progress"), dict):
+        return checkpoint
+    progress = fit["progress"]
+    epochs, batches = progress.get("epochs", {}), progress.get("batches", {})
+    if not epochs.get("started", 0) > epochs.get("completed", 0):
+        return checkpoint  # not inside an epoch
+    done = int(batches.get("completed", 0))
+    start, over = divmod(done * saved, world_size)
+    if over and rank == 0:
+        import logging
+
+        logging.getLogger("fulmen").info(
+            "the checkpoint was taken after %d batches of the epoch on each of %d processes; on "
+            "%d processes each continues after %d batches, and %d batch(es) of the epoch run "
+            "again", done, saved, world_size, start, over)
+    progress["batches"] = {**batches, "started": start, "completed": start}
+    fit["batches_done"] = start
+    return checkpoint

@@ -27,7 +27,7 @@ def dump(trainer: Trainer, weights_only: bool = False) -> dict[str, Any]:
     unless ``weights_only``, also loop progress, optimizers, schedulers, precision, random
     states, callbacks and the datamodule."""
     import fulmen
-    from fulmen.checkpoint import manifest
+    from fulmen.checkpoint import manifest, rng
     from fulmen.references import encode_hparams
     from fulmen.seed import rng_states
 
@@ -52,6 +52,7 @@ def dump(trainer: Trainer, weights_only: bool = False) -> dict[str, Any]:
             "rng_states": rng_states(),
             "callbacks": {c.state_key: c.state_dict() for c in trainer.callbacks},
         })
+        rng.record(checkpoint, trainer.strategy, trainer.run_state.loop_state)  # every rank's
         if trainer.datamodule is not None:
             checkpoint["datamodule"] = trainer.datamodule.state_dict()
     for callback in trainer.callbacks:

@@ -143,7 +143,8 @@ class ModelParallelStrategy(FSDPStrategy):
         dp = self.data_parallel_size
         if not use_distributed_sampler or dp == 1:
             return dataloader
-        return samplers.distribute(dataloader, stage, dp, self.data_parallel_rank)
+        return samplers.distribute(dataloader, stage, dp, self.data_parallel_rank,
+                                   samplers.agreed_seed(dataloader, self))
 
 
 def _is_parallelized(module: torch.nn.Module) -> bool:
