@@ -8,7 +8,7 @@
    meta, manifest with sha256 of every file) and its resharding load against plain
    ``dcp.save``/``dcp.load``. Goal: >= 0.9x.
 3. ``fulmen checkpoint convert`` of the two-process directory to one file, in a fresh process:
-   peak RSS (``ru_maxrss``) above the same process's RSS after its imports, against the
+   peak RSS (``VmHWM``, reset after the imports) above that process's RSS then, against the
    largest tensor (when importing peaked higher than converting, the excess reads 0). Goal:
    <= 1.5x the largest tensor + 200 MB.
 
@@ -137,13 +137,16 @@ def two_processes(root: Path) -> dict[str, float]:
 
 
 _PEAK = """
-import resource, sys, torch
+import sys, torch
 import fulmen.checkpoint.convert as convert
-status = open("/proc/self/status").read().split("VmRSS:")[1].split()
-base = int(status[0])  # KiB now, after the imports (their own peak may be higher)
+def status(key):
+    return int(open("/proc/self/status").read().split(key + ":")[1].split()[0]) * 1024
+base = status("VmRSS")  # after the imports (their own peak may be higher)
+# ru_maxrss survives exec, so it would count the benchmark's own memory, copied at fork; VmHWM
+# is this program's, and writing 5 to clear_refs resets it to the RSS after the imports.
+open("/proc/self/clear_refs", "w").write("5")
 convert.convert(sys.argv[1], sys.argv[2], "file")
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(base * 1024, peak * 1024)
+print(base, status("VmHWM"))
 """
 
 

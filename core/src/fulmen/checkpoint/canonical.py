@@ -19,6 +19,7 @@ reader's world size, and ``set_optimizer_state_dict`` distributes full tensors.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 META = "meta.pt"
 RNG_DIR = "rng"
+_SUMS = ".fulmen-sums-rank"  # each rank's checksums of its files, merged into the manifest
 #: Entries that always go to DCP shards in a directory checkpoint.
 SHARDED_KEYS = ("state_dict", "optimizer_states")
 _DCP_KEYS = "fulmen_dcp_keys"
@@ -167,13 +169,21 @@ def save_directory(strategy: Strategy, checkpoint: dict[str, Any], path: Any) ->
         torch.save(entry, staging / RNG_DIR / f"rank_{rank}.pt")
         if strategy.is_global_zero:
             torch.save(meta, staging / META)
+        # Each rank checksums the files it wrote, all at once, while they are in the page cache.
+        mine = [*sorted(staging.glob(f"__{rank}_*.distcp")), staging / RNG_DIR / f"rank_{rank}.pt"]
+        sums = staging / f"{_SUMS}{rank}.json"
+        sums.write_text(json.dumps(manifest.file_entries(staging, mine)))
         strategy.barrier("canonical-save")
         if strategy.is_global_zero:
             facts = dict(meta.get(manifest.KEY) or manifest.origin(
                 strategy.name, strategy.world_size, strategy.num_nodes,
                 strategy.precision.name, strategy.device_mesh))
             facts["layout"] = "dcp"
-            manifest.write_directory_manifest(staging, facts)
+            known: dict[str, Any] = {}
+            for part in sorted(staging.glob(f"{_SUMS}*.json")):
+                known.update(json.loads(part.read_text()))
+                part.unlink()
+            manifest.write_directory_manifest(staging, facts, known)
 
 
 class staged_directory:
@@ -197,7 +207,6 @@ class staged_directory:
         return self.staging
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
-        import os
         import shutil
 
         assert self.staging is not None
@@ -206,11 +215,9 @@ class staged_directory:
             return
         self.strategy.barrier("canonical-staged")
         if self.strategy.is_global_zero:
-            if self.target.is_dir() and not self.target.is_symlink():
-                shutil.rmtree(self.target)
-            elif self.target.exists():
-                self.target.unlink()
-            os.replace(self.staging, self.target)
+            from fulmen.checkpoint.atomic import replace_directory
+
+            replace_directory(self.staging, self.target)
         self.strategy.barrier("canonical-committed")
 
 

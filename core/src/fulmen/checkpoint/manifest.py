@@ -69,10 +69,19 @@ def directory_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and p.name != FILE)
 
 
-def write_directory_manifest(root: Path, facts: dict[str, Any] | None) -> Path:
-    """Write ``root/fulmen_manifest.json``: ``facts`` plus size and sha256 of every file."""
-    files = {p.relative_to(root).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256(p)}
-             for p in directory_files(root)}
+def file_entries(root: Path, paths: list[Path]) -> dict[str, dict[str, Any]]:
+    """``{relative path: {"bytes", "sha256"}}`` for ``paths`` inside ``root``."""
+    return {p.relative_to(root).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256(p)}
+            for p in paths}
+
+
+def write_directory_manifest(root: Path, facts: dict[str, Any] | None,
+                             known: dict[str, dict[str, Any]] | None = None) -> Path:
+    """Write ``root/fulmen_manifest.json``: ``facts`` plus size and sha256 of every file
+    (``known``: entries other processes computed already, for the files they wrote)."""
+    known = known or {}
+    files = {**known, **file_entries(root, [p for p in directory_files(root)
+                                            if p.relative_to(root).as_posix() not in known])}
     target = root / FILE
     target.write_text(json.dumps({**(facts or {}), "files": files}, indent=1, sort_keys=True))
     return target
