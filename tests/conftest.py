@@ -53,7 +53,7 @@ class FakeDists:
             path.write_text(textwrap.dedent(source))
             self.modules.append(name)
 
-    def reload(self) -> fulmen.manager.PluginManager:  # type: ignore[name-defined]
+    def reload(self) -> fulmen.kernel.manager.PluginManager:  # type: ignore[name-defined]
         return fulmen.reload_plugins()
 
 

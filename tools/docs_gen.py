@@ -69,9 +69,8 @@ def _hook_doc(name: str, func: Callable[..., Any], first_result: bool) -> str:
 
 
 def hook_reference() -> str:
-    """Every hook of ``fulmen.hookspecs``, in source order, from its docstring."""
-    from fulmen import hookspecs
-
+    """Every hook of ``fulmen.kernel.hookspecs``, in source order, from its docstring."""
+    from fulmen.kernel import hookspecs
     hooks = [(n, f) for n, f in vars(hookspecs).items()
              if n.startswith("fulmen_") and callable(f)]
     hooks.sort(key=lambda item: inspect.getsourcelines(item[1])[1])
@@ -97,8 +96,9 @@ def _fits(allowed: tuple[str, ...], names: tuple[str, ...]) -> bool:
 def support_matrix() -> dict[str, dict[str, list[str]]]:
     """strategy → accelerator → precisions, as the installed plugins' records declare them.
 
-    The same comparison composition makes (``fulmen.compose``): a strategy's ``accelerators`` and
-    ``precisions``, a precision's ``accelerators`` and ``strategies``; an empty list means any.
+    The same comparison composition makes (``fulmen.kernel.compose``): a strategy's
+    ``accelerators`` and ``precisions``, a precision's ``accelerators`` and ``strategies``; an
+    empty list means any.
     """
     import fulmen
 
@@ -125,7 +125,7 @@ def support_matrix() -> dict[str, dict[str, list[str]]]:
 def support_table() -> str:
     """The support matrix as Markdown, plus the known strategies not installed here."""
     import fulmen
-    from fulmen.known_plugins import KNOWN
+    from fulmen.kernel.known_plugins import KNOWN
 
     catalog = fulmen.get_plugin_manager().catalog()
     all_precisions = catalog.names("precision")
@@ -167,7 +167,7 @@ def support_table() -> str:
 def names_table() -> str:
     """Every registered name per kind with its aliases, plugin and description."""
     import fulmen
-    from fulmen.catalog import KINDS, PLURAL
+    from fulmen.kernel.catalog import KINDS, PLURAL
 
     catalog = fulmen.get_plugin_manager().catalog()
     out = []

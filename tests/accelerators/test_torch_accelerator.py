@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from fulmen import AcceleratorSpec, PluginError
-from fulmen.catalog import Catalog
-from fulmen.manager import PluginInfo
+from fulmen.kernel.catalog import Catalog
+from fulmen.kernel.manager import PluginInfo
 
 SCRIPT = Path(__file__).parent / "scripts" / "fake_privateuse1.py"
 

@@ -8,7 +8,7 @@ import pytest
 
 import fulmen
 from fulmen import ConfigurationError, FulmenDeprecationWarning, PluginError
-from fulmen.compose import compose
+from fulmen.kernel.compose import compose
 
 
 def test_everything_auto_on_this_machine(fake_dists):
@@ -350,8 +350,7 @@ def test_several_processes_and_no_launcher_fails_at_construction(fake_dists):
 
 def test_hints_for_missing_names_are_data(tmp_path):
     """The kernel's hints come from known_plugins.json: no name or command is code."""
-    from fulmen import known_plugins
-
+    from fulmen.kernel import known_plugins
     data = tmp_path / "known.json"
     data.write_text('[{"distribution": "fulmen-npu", "entry_point": "npu", "kind": "accelerator",'
                     ' "names": ["npu", "ascend"], "install": "pip install \'fulmen[npu]\'"},'

@@ -67,7 +67,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("core/src/fulmen/hang.py", "_current_frames"):
         "sys._current_frames: the interpreter's documented way to read the main thread's stack "
         "from the hang doctor's thread",
-    ("core/src/fulmen/compose.py", "hasattr(sys, 'ps1')"):
+    ("core/src/fulmen/kernel/compose.py", "hasattr(sys, 'ps1')"):
         "probes the interpreter: sys.ps1 exists only in an interactive session",
     ("core/src/fulmen/lite.py", "_lite_launches"):
         "lite.py's own marker on the run() it wraps, set and read in that file",

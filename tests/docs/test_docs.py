@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import fulmen
-from fulmen import hookspecs
+from fulmen.kernel import hookspecs
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -66,7 +66,7 @@ def test_hook_example_is_a_valid_plugin(hook: str, example: str, fake_dists):
     kwargs = {"environ": {}, "accelerator": "cpu", "num_devices": 1, "num_nodes": 1,
               "interactive": False, "distributed_backend": "gloo"}
     if hook == "fulmen_check_selection":
-        from fulmen.compose import compose
+        from fulmen.kernel.compose import compose
 
         kwargs["selection"] = compose()
     results = manager.collect(hook, **kwargs)

@@ -1,7 +1,7 @@
 """The pages name only things that exist: strategy, accelerator, precision and environment names,
 ``fulmen_*`` hooks, and keyword flags of ``Trainer(...)`` / ``Lite(...)``.
 
-Names are checked against the installed plugins' catalog, plus ``fulmen.known_plugins`` for
+Names are checked against the installed plugins' catalog, plus ``fulmen.kernel.known_plugins`` for
 plugin packages that are not installed here (deepspeed, fairscale, horovod), plus names a page
 registers itself (``name="..."`` in a record); ``your_*`` names are placeholders. A line that
 says ``typo`` or ``on purpose`` is showing a mistake deliberately and is skipped.
@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 import fulmen
-from fulmen import hookspecs
-from fulmen.catalog import KINDS
-from fulmen.known_plugins import KNOWN
+from fulmen.kernel import hookspecs
+from fulmen.kernel.catalog import KINDS
+from fulmen.kernel.known_plugins import KNOWN
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -101,7 +101,7 @@ def problems(text: str, names: dict[str, set[str]] | None = None) -> list[str]:
         for groups in HOOK_DEF.findall(line):
             hook = next(g for g in groups if g)
             if hook not in hooks and importlib.util.find_spec(hook) is None:
-                found.append(f"line {number}: {hook} is not a hook in fulmen/hookspecs.py")
+                found.append(f"line {number}: {hook} is not a hook in fulmen/kernel/hookspecs.py")
     offsets = [0]
     for line in lines:
         offsets.append(offsets[-1] + len(line) + 1)

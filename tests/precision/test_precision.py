@@ -89,7 +89,7 @@ def test_16_mixed_unscales_before_clipping(fake_dists):
 
 
 def test_64_true_is_refused_where_its_record_says(fake_dists):
-    import fulmen.records as records
+    import fulmen.kernel.records as records
 
     spec = next(e.record for e in fulmen.get_plugin_manager().catalog().entries("precision")
                 if e.name == "64-true")

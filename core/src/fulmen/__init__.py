@@ -19,26 +19,26 @@ _EXPORTS: dict[str, str] = {
     "Callback": "fulmen.callbacks.base",
     "seed_everything": "fulmen.seed",
     "Lite": "fulmen.lite",
-    "hookimpl": "fulmen.hookspecs",
-    "hookspec": "fulmen.hookspecs",
+    "hookimpl": "fulmen.kernel.hookspecs",
+    "hookspec": "fulmen.kernel.hookspecs",
     "Accelerator": "fulmen.api",
     "Strategy": "fulmen.api",
     "Precision": "fulmen.api",
     "ClusterEnvironment": "fulmen.api",
     "Launcher": "fulmen.api",
     "CheckpointIO": "fulmen.api",
-    "AcceleratorSpec": "fulmen.records",
-    "StrategySpec": "fulmen.records",
-    "PrecisionSpec": "fulmen.records",
-    "EnvironmentSpec": "fulmen.records",
+    "AcceleratorSpec": "fulmen.kernel.records",
+    "StrategySpec": "fulmen.kernel.records",
+    "PrecisionSpec": "fulmen.kernel.records",
+    "EnvironmentSpec": "fulmen.kernel.records",
     "FulmenError": "fulmen.errors",
     "ConfigurationError": "fulmen.errors",
     "PluginError": "fulmen.errors",
     "PluginWarning": "fulmen.errors",
     "FulmenDeprecationWarning": "fulmen.errors",
-    "Selection": "fulmen.compose",
-    "get_plugin_manager": "fulmen.manager",
-    "reload_plugins": "fulmen.manager",
+    "Selection": "fulmen.kernel.compose",
+    "get_plugin_manager": "fulmen.kernel.manager",
+    "reload_plugins": "fulmen.kernel.manager",
 }
 
 __all__ = [
@@ -94,7 +94,6 @@ if TYPE_CHECKING:
         Strategy,
     )
     from fulmen.callbacks.base import Callback
-    from fulmen.compose import Selection
     from fulmen.datamodule import DataModule
     from fulmen.errors import (
         ConfigurationError,
@@ -103,10 +102,11 @@ if TYPE_CHECKING:
         PluginError,
         PluginWarning,
     )
-    from fulmen.hookspecs import hookimpl, hookspec
+    from fulmen.kernel.compose import Selection
+    from fulmen.kernel.hookspecs import hookimpl, hookspec
+    from fulmen.kernel.manager import get_plugin_manager, reload_plugins
+    from fulmen.kernel.records import AcceleratorSpec, EnvironmentSpec, PrecisionSpec, StrategySpec
     from fulmen.lite import Lite
-    from fulmen.manager import get_plugin_manager, reload_plugins
     from fulmen.module import Module
-    from fulmen.records import AcceleratorSpec, EnvironmentSpec, PrecisionSpec, StrategySpec
     from fulmen.seed import seed_everything
     from fulmen.trainer import Trainer

@@ -23,9 +23,9 @@ from typing import Any
 
 from jsonargparse import ArgumentParser, Namespace
 
-from fulmen.catalog import KINDS, PLURAL
 from fulmen.errors import FulmenError
-from fulmen.manager import PluginManager, get_plugin_manager
+from fulmen.kernel.catalog import KINDS, PLURAL
+from fulmen.kernel.manager import PluginManager, get_plugin_manager
 
 STAGES = ("fit", "validate", "test", "predict")
 SUBCOMMANDS = {
@@ -226,7 +226,7 @@ def _detect(manager: PluginManager) -> dict[str, Any]:
         "accelerator": [{"plugin": p, "answer": a} for p, a in acc],
     }
     try:
-        from fulmen.compose import compose
+        from fulmen.kernel.compose import compose
 
         selection = compose()
         out["auto"] = {"environment": selection.environment.name,

@@ -21,9 +21,9 @@ import torch
 from fulmen import arguments, compiling, quick_exit, storage
 from fulmen.api.async_checkpoint_io import AsyncCheckpointIO
 from fulmen.apply import apply_to_tensors
-from fulmen.connector import SelectionReport, select
 from fulmen.errors import ConfigurationError, FulmenError
-from fulmen.legacy import translate_flag
+from fulmen.kernel.connector import SelectionReport, select
+from fulmen.kernel.legacy import translate_flag
 from fulmen.lite_wrappers import EmptyInit, LiteDataLoader, LiteModule, LiteOptimizer
 from fulmen.utilities.apply_func import apply_to_collection
 from fulmen.utilities.rank_zero import rank_zero_warn, set_rank

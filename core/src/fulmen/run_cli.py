@@ -332,8 +332,8 @@ def _run_stage(stage: str, config: Namespace, trainer: Trainer, model: Module,
 def registered_names() -> dict[str, str]:
     """Kind → the names registered right now, for ``--help`` (reads records only)."""
     try:
-        from fulmen.catalog import KINDS
-        from fulmen.manager import get_plugin_manager
+        from fulmen.kernel.catalog import KINDS
+        from fulmen.kernel.manager import get_plugin_manager
 
         catalog = get_plugin_manager().catalog()
         return {k: ", ".join(e.record.name for e in catalog.entries(k)) for k in KINDS}

@@ -16,7 +16,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fulmen.connector import SelectionReport
+    from fulmen.kernel.connector import SelectionReport
 
 log = logging.getLogger("fulmen")
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -89,8 +89,8 @@ def banner(run: SelectionReport, action: str, *, log_dir: str | None = None,
 
 def _origins() -> dict[tuple[str, str], str]:
     """(kind, registered name) → the distribution and version that provides it."""
-    from fulmen.catalog import KINDS
-    from fulmen.manager import get_plugin_manager
+    from fulmen.kernel.catalog import KINDS
+    from fulmen.kernel.manager import get_plugin_manager
 
     catalog = get_plugin_manager().catalog()
     return {(kind, e.record.name): f"{e.plugin.origin}, plugin {e.plugin.name!r}"

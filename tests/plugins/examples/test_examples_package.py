@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import fulmen
-from fulmen.compose import compose
+from fulmen.kernel.compose import compose
 from fulmen.testing import check
 
 

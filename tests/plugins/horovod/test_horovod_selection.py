@@ -48,7 +48,7 @@ def test_without_the_plugin_distribution_the_name_points_to_it(plugin_env):
         return [ep for ep in real(**kwargs)
                 if ep.dist is None or ep.dist.metadata["Name"] != "fulmen-horovod"]
 
-    plugin_env.setattr(fulmen.manager.metadata, "entry_points", without_horovod)
+    plugin_env.setattr(fulmen.kernel.manager.metadata, "entry_points", without_horovod)
     fulmen.reload_plugins()
     with pytest.raises(ConfigurationError) as info:
         fulmen.Trainer(strategy="horovod", accelerator="cpu", devices=1, logger=False)

@@ -68,7 +68,7 @@ class Report:
 def select_targets(names: Sequence[str] | None = None) -> list[Target]:
     """``names``: registered names or aliases (``ddp``), or plugin (entry-point) names meaning
     every name that plugin registers; none: every active plugin's names."""
-    from fulmen.manager import get_plugin_manager
+    from fulmen.kernel.manager import get_plugin_manager
 
     catalog = get_plugin_manager().catalog()
     every = [Target(kind, e.name, e.plugin.name, e.plugin.distribution or "(runtime)",

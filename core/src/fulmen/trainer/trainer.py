@@ -16,11 +16,11 @@ import torch
 from fulmen import arguments, compiling, profilers, quick_exit
 from fulmen.api import RunConfig
 from fulmen.callbacks.base import Callback
-from fulmen.connector import SelectionReport, select
 from fulmen.datamodule import DataModule
 from fulmen.errors import ConfigurationError, FulmenError, StageExit
 from fulmen.hang import HangDoctor
-from fulmen.legacy import translate_flag
+from fulmen.kernel.connector import SelectionReport, select
+from fulmen.kernel.legacy import translate_flag
 from fulmen.module import Module
 from fulmen.status import banner, configure_logging
 from fulmen.trainer import config, data, loops, save_restore

@@ -200,7 +200,7 @@ def get_available_flops(device: torch.device, dtype: torch.dtype | str,
     reached only by large matmuls), from the accelerator plugin that drives ``device.type``
     (its ``get_available_flops``); None when unknown, e.g. on the CPU."""
     if accelerator is None:
-        from fulmen.manager import get_plugin_manager
+        from fulmen.kernel.manager import get_plugin_manager
 
         entry = get_plugin_manager().catalog().find("accelerator", device.type)
         if entry is None:

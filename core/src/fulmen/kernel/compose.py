@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from fulmen.api import Accelerator, CheckpointIO, ClusterEnvironment, Launcher, Precision, Strategy
-from fulmen.catalog import PLURAL, Catalog, Entry
 from fulmen.errors import (
     ConfigurationError,
     FulmenDeprecationWarning,
@@ -24,9 +23,10 @@ from fulmen.errors import (
     PluginError,
     format_choices,
 )
-from fulmen.kinds import TABLE
-from fulmen.manager import PluginManager, get_plugin_manager
-from fulmen.records import load_target
+from fulmen.kernel.catalog import PLURAL, Catalog, Entry
+from fulmen.kernel.kinds import TABLE
+from fulmen.kernel.manager import PluginManager, get_plugin_manager
+from fulmen.kernel.records import load_target
 
 BASES: dict[str, type] = {k.name: load_target(k.base, f"the {k.name} kind") for k in TABLE}
 

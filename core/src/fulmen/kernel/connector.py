@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from fulmen.api.launcher import LaunchOwner
-from fulmen.compose import Selection, compose
 from fulmen.errors import ConfigurationError
-from fulmen.legacy import translate_selection
-from fulmen.manager import get_plugin_manager
+from fulmen.kernel.compose import Selection, compose
+from fulmen.kernel.legacy import translate_selection
+from fulmen.kernel.manager import get_plugin_manager
 
 if TYPE_CHECKING:
     from fulmen.api import Accelerator, ClusterEnvironment, Launcher, Precision, Strategy

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from fulmen.compose import Selection
-    from fulmen.records import AcceleratorSpec, EnvironmentSpec, PrecisionSpec, StrategySpec
+    from fulmen.kernel.compose import Selection
+    from fulmen.kernel.records import AcceleratorSpec, EnvironmentSpec, PrecisionSpec, StrategySpec
 
 PROJECT = "fulmen"
 ENTRY_POINT_GROUP = "fulmen.plugins"
@@ -154,8 +154,8 @@ def fulmen_check_selection(selection: Selection) -> Iterable[str] | str | None:
     what cannot work and what would. All messages from all plugins (and composition's own checks)
     are raised together in one ``ConfigurationError``.
 
-    :param selection: the :class:`fulmen.compose.Selection` (accelerator, strategy, precision,
-        environment instances, ``device_ids``, ``num_nodes``, ``interactive``).
+    :param selection: the :class:`fulmen.kernel.compose.Selection` (accelerator, strategy,
+        precision, environment instances, ``device_ids``, ``num_nodes``, ``interactive``).
     :return: a message, an iterable of messages, or ``None`` when there is nothing to object to.
 
     Example::
@@ -246,8 +246,8 @@ def fulmen_default_strategy(
 
 
 def __getattr__(name: str) -> object:
-    if name == "HOOK_KINDS":  # kind -> collect hook, from the one table (fulmen.kinds)
-        from fulmen.kinds import HOOKS
+    if name == "HOOK_KINDS":  # kind -> collect hook, from the one table (fulmen.kernel.kinds)
+        from fulmen.kernel.kinds import HOOKS
 
         return HOOKS
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from fulmen.catalog import Catalog
 from fulmen.errors import ConfigurationError, FulmenDeprecationWarning
+from fulmen.kernel.catalog import Catalog
 
 
 def _warn(message: str) -> None:

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fulmen.records import AcceleratorSpec, EnvironmentSpec, PrecisionSpec, Spec, StrategySpec
+from fulmen.kernel.records import (
+    AcceleratorSpec,
+    EnvironmentSpec,
+    PrecisionSpec,
+    Spec,
+    StrategySpec,
+)
 
 
 @dataclass(frozen=True)

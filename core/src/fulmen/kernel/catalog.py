@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from fulmen.errors import ConfigurationError, FulmenError, PluginError, format_choices
-from fulmen.kinds import KINDS, PLURAL
-from fulmen.known_plugins import KNOWN
-from fulmen.manager import ACTIVE, DISABLED, PluginInfo
-from fulmen.records import Spec
+from fulmen.kernel.kinds import KINDS, PLURAL
+from fulmen.kernel.known_plugins import KNOWN
+from fulmen.kernel.manager import ACTIVE, DISABLED, PluginInfo
+from fulmen.kernel.records import Spec
 
 __all__ = ["KINDS", "PLURAL", "Catalog", "Entry"]
 

@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from fulmen import hookspecs
 from fulmen.errors import PluginError, PluginWarning, did_you_mean, format_choices
-from fulmen.hookspecs import ENTRY_POINT_GROUP, PROJECT
-from fulmen.kinds import HOOKS, RECORDS
+from fulmen.kernel import hookspecs
+from fulmen.kernel.hookspecs import ENTRY_POINT_GROUP, PROJECT
+from fulmen.kernel.kinds import HOOKS, RECORDS
 
 if TYPE_CHECKING:
-    from fulmen.catalog import Catalog
+    from fulmen.kernel.catalog import Catalog
 
 ACTIVE, DISABLED, FAILED = "active", "disabled", "failed"
 _TRUE = {"1", "true", "yes", "on"}
@@ -306,7 +306,7 @@ class PluginManager:
     def catalog(self) -> Catalog:
         """Every registered name per kind, built once from the collect hooks."""
         if self._catalog is None:
-            from fulmen.catalog import Catalog
+            from fulmen.kernel.catalog import Catalog
             if self.problems:
                 raise PluginError("; ".join(self.problems))
             records: dict[str, list[tuple[str, Any]]] = {}
