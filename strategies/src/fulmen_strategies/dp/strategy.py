@@ -16,6 +16,7 @@ import torch
 from fulmen import Strategy
 from fulmen.apply import apply_to_tensors
 from fulmen_strategies.ddp.strategy import StepDispatcher
+from fulmen_strategies.local_collectives import LocalCollectives
 
 _END = {"training_step": "training_step_end", "validation_step": "validation_step_end",
         "test_step": "test_step_end"}
@@ -59,7 +60,7 @@ class OneProcessPerNode:
         return torch.nn.DataParallel(StepDispatcher(module), device_ids=ids or None)
 
 
-class DataParallelStrategy(OneProcessPerNode, Strategy):
+class DataParallelStrategy(OneProcessPerNode, LocalCollectives, Strategy):
     """``torch.nn.DataParallel`` on every selected GPU of this process."""
 
     name = "dp"
@@ -88,12 +89,3 @@ class DataParallelStrategy(OneProcessPerNode, Strategy):
             return t.sum() if op == "sum" else t.max() if op == "max" else t.min() \
                 if op == "min" else t.mean()
         return apply_to_tensors(tensor, fx)
-
-    def all_gather(self, tensor: Any, sync_grads: bool = False) -> Any:
-        return tensor
-
-    def broadcast(self, obj: Any, src: int = 0) -> Any:
-        return obj
-
-    def barrier(self, name: str | None = None) -> None:
-        return None
