@@ -31,7 +31,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 META = REPO / "meta"
-KNOWN = REPO / "core" / "src" / "fulmen" / "known_plugins.json"
+KNOWN = REPO / "core" / "src" / "fulmen" / "kernel" / "known_plugins.json"
 #: Every distribution in the repository (the workspace root's pyproject.toml holds no project).
 DISTS = sorted(p.parent for p in [*REPO.glob("*/pyproject.toml"),
                                   *REPO.glob("plugins/*/pyproject.toml")])
