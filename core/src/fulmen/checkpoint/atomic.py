@@ -13,9 +13,7 @@ import os
 import re
 import shutil
 import socket
-import threading
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 _HOST = re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname())[:40] or "host"
@@ -75,12 +73,7 @@ def atomic_target(target: Path) -> Iterator[Path]:
     tmp = temporary_path(target)
     try:
         yield tmp
-        old = _second_name(target)
-        try:
-            os.replace(tmp, target)
-        finally:
-            if old is not None:
-                discard(old)
+        os.replace(tmp, target)
     except BaseException:
         if tmp.is_dir() and not tmp.is_symlink():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -89,24 +82,11 @@ def atomic_target(target: Path) -> Iterator[Path]:
         raise
 
 
-def _second_name(target: Path) -> Path | None:
-    """A temporary hard link to the file ``target`` names now, so that the rename over
-    ``target`` does not free its blocks (slow for a large file) inside the save; None when
-    there is no such file or the filesystem has no hard links."""
-    if not target.is_file() or target.is_symlink():
-        return None
-    old = temporary_path(target)
-    try:
-        os.link(target, old)
-    except OSError:
-        return None
-    return old
-
-
 def replace_directory(staging: Path, target: Path) -> None:
     """Move the folder ``staging`` to ``target``: an existing ``target`` is renamed aside first
-    (two renames, no copy) and deleted in the background, so the save does not wait for its
-    files to be freed."""
+    (two renames, so ``target`` is missing only between them) and deleted after the new one is
+    in place. The deletion is not left to a background thread: whoever lists the folder after
+    the save (a test, a sync job) must see only the checkpoint."""
     old = None
     if target.is_dir() and not target.is_symlink():
         old = temporary_path(target)
@@ -115,27 +95,4 @@ def replace_directory(staging: Path, target: Path) -> None:
         target.unlink()
     os.replace(staging, target)
     if old is not None:
-        discard(old)
-
-
-_discarding: dict[str, ThreadPoolExecutor] = {}
-_lock = threading.Lock()
-
-
-def discard(path: Path) -> Future[None]:
-    """Delete ``path`` (a file or folder) on a background thread, which the interpreter joins
-    at exit; a process killed first leaves it to the next save's :func:`sweep` (its name is a
-    temporary one of this process)."""
-    with _lock:
-        pool = _discarding.get("pool")
-        if pool is None:
-            pool = _discarding["pool"] = ThreadPoolExecutor(1, "fulmen-discard")
-    return pool.submit(_delete, path)
-
-
-def _delete(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        with contextlib.suppress(OSError):
-            path.unlink()
+        shutil.rmtree(old, ignore_errors=True)
