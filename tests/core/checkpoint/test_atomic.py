@@ -111,3 +111,41 @@ def test_overwriting_a_file_leaves_only_the_checkpoint(tmp_path: Path) -> None:
     io.save_checkpoint({"v": torch.zeros(3)}, tmp_path / "x.ckpt")
     io.save_checkpoint({"v": torch.ones(3)}, tmp_path / "x.ckpt")
     assert [p.name for p in tmp_path.iterdir()] == ["x.ckpt"]
+    assert torch.equal(io.load_checkpoint(tmp_path / "x.ckpt")["v"], torch.ones(3))
+
+
+@pytest.mark.parametrize("exists", ["file", "link", "nothing"])
+def test_replace_file_gives_the_new_content_one_name(tmp_path: Path, exists: str) -> None:
+    """On Linux an existing file is exchanged with the new one (renameat2) and then deleted;
+    a symlink, a missing target, or a system without the exchange get a plain rename."""
+    target, source, other = tmp_path / "x.ckpt", tmp_path / ".x.tmp", tmp_path / "other"
+    if exists == "file":
+        target.write_text("old")
+    elif exists == "link":
+        other.write_text("other")
+        target.symlink_to(other)
+    source.write_text("new")
+    atomic.replace_file(source, target)
+    assert target.read_text() == "new" and not target.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == (
+        ["other", "x.ckpt"] if exists == "link" else ["x.ckpt"])
+    if exists == "link":
+        assert other.read_text() == "other"  # what the link pointed to is left alone
+
+
+def test_discard_removes_every_name_at_once_and_leaves_link_targets(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    old = tmp_path / "old"
+    (old / "rng").mkdir(parents=True)
+    (old / "__0_0.distcp").write_bytes(b"x" * 4096)
+    (old / "rng" / "rank_0.pt").write_bytes(b"y")
+    (old / "link").symlink_to(outside)
+    (old / "dirlink").symlink_to(tmp_path)
+    atomic.discard(old)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["outside.txt"]
+    assert outside.read_text() == "keep"
+    single = tmp_path / "single.ckpt"
+    single.write_bytes(b"z" * 4096)
+    atomic.discard(single)
+    assert not single.exists()

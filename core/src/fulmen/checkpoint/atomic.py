@@ -1,5 +1,13 @@
 """Crash-safe writes: a temporary file beside the target, renamed over it when complete.
 
+A file replaces an existing one by exchanging the two names (Linux ``renameat2`` with
+``RENAME_EXCHANGE``) and deleting the old one, not by renaming over it: ext4 forces the new
+file's delayed blocks to disk when a rename replaces a file (``auto_da_alloc``), which made a
+1 GiB save about twice as slow as ``torch.save`` writing over the file in place. Elsewhere (or
+when the file system refuses the exchange) it is a plain ``os.replace``. Either way, the target
+always names a complete checkpoint, and no temporary name is left once the save returns. The
+old checkpoint's storage is freed in the background (see :func:`discard`).
+
 Temporary names carry the host and process id (``.<name>.tmp-<host>-<pid>-<n>``), so the next
 save into the same folder can tell leftovers of a killed process (its pid is gone) from the
 temporary files of a save still running, here or on another host sharing the folder.
@@ -8,13 +16,18 @@ temporary files of a save still running, here or on another host sharing the fol
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import itertools
 import os
 import re
 import shutil
 import socket
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 _HOST = re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname())[:40] or "host"
 _PATTERN = re.compile(r"^\..+\.tmp-(?P<host>[A-Za-z0-9_]+)-(?P<pid>\d+)-\d+$")
@@ -29,6 +42,46 @@ def temporary_name(name: str) -> str:
 def temporary_path(target: Path) -> Path:
     """A fresh temporary name beside ``target`` that identifies this process."""
     return target.with_name(temporary_name(target.name))
+
+
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
+_exchange_supported = sys.platform.startswith("linux")
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the names ``a`` and ``b`` atomically; False where this system cannot."""
+    global _exchange_supported
+    if not _exchange_supported:
+        return False
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # a C library without renameat2 (glibc < 2.28, musl)
+        _exchange_supported = False
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # not on this file system
+        return False
+    raise OSError(code, os.strerror(code), str(a), None, str(b))
+
+
+def replace_file(source: Path, target: Path) -> None:
+    """Give the complete file ``source`` the name ``target`` in one atomic step, deleting what
+    ``target`` named before (see the module's note on why it is not a rename over it)."""
+    if target.is_file() and not target.is_symlink() and _exchange(source, target):
+        discard(source)  # now the old checkpoint
+    else:
+        os.replace(source, target)
+
+
+def fsync(path: Path) -> None:
+    """Flush ``path``'s data to the device."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _alive(pid: int) -> bool:
@@ -73,7 +126,10 @@ def atomic_target(target: Path) -> Iterator[Path]:
     tmp = temporary_path(target)
     try:
         yield tmp
-        os.replace(tmp, target)
+        if tmp.is_dir():
+            os.replace(tmp, target)
+        else:
+            replace_file(tmp, target)
     except BaseException:
         if tmp.is_dir() and not tmp.is_symlink():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -83,16 +139,96 @@ def atomic_target(target: Path) -> Iterator[Path]:
 
 
 def replace_directory(staging: Path, target: Path) -> None:
-    """Move the folder ``staging`` to ``target``: an existing ``target`` is renamed aside first
-    (two renames, so ``target`` is missing only between them) and deleted after the new one is
-    in place. The deletion is not left to a background thread: whoever lists the folder after
-    the save (a test, a sync job) must see only the checkpoint."""
-    old = None
+    """Move the folder ``staging`` to ``target``, deleting what ``target`` was: exchanged in
+    one step where the system can, otherwise renamed aside first (``target`` is missing only
+    between two renames). Only the checkpoint is left in the folder when this returns."""
     if target.is_dir() and not target.is_symlink():
+        if _exchange(staging, target):
+            discard(staging)  # now the old checkpoint
+            return
         old = temporary_path(target)
         os.replace(target, old)
-    elif target.exists():
+        os.replace(staging, target)
+        discard(old)
+        return
+    if target.exists() or target.is_symlink():
         target.unlink()
     os.replace(staging, target)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+
+
+# The last close of a deleted file frees its blocks, which is slow where the file system
+# discards freed blocks online (ext4 mounted with ``discard``: about 0.35 s per 512 MiB here).
+# ``discard`` removes the names at once and leaves that last close to this thread.
+_MAX_PENDING = 256  # open descriptors held for the closer at most; beyond, close at once
+_closer: Any = None
+_pending = 0
+_lock = threading.Lock()
+
+
+def discard(path: Path) -> None:
+    """Delete the file or folder ``path``: no name of it is left when this returns, and its
+    storage is freed by a background thread."""
+    fds: list[int] = []
+    try:
+        if path.is_dir() and not path.is_symlink():
+            for folder, dirs, files in os.walk(path, topdown=False):
+                for name in files:
+                    fds += _unlink_keeping_open(Path(folder, name))
+                for name in dirs:
+                    entry = Path(folder, name)
+                    if entry.is_symlink():
+                        entry.unlink()
+                    else:
+                        entry.rmdir()
+            path.rmdir()
+        else:
+            fds += _unlink_keeping_open(path)
+    except OSError:  # something it could not take apart: delete what it can, at once
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                path.unlink()
+    _close_later(fds)
+
+
+def _unlink_keeping_open(file: Path) -> list[int]:
+    fd = -1
+    with contextlib.suppress(OSError):
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        file.unlink()
+    except OSError:
+        if fd >= 0:
+            os.close(fd)
+        raise
+    return [fd] if fd >= 0 else []
+
+
+def _close_later(fds: list[int]) -> None:
+    global _closer, _pending
+    if not fds:
+        return
+    with _lock:
+        if _pending + len(fds) > _MAX_PENDING:
+            later: list[int] = []
+        else:
+            later, _pending = fds, _pending + len(fds)
+            if _closer is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                _closer = ThreadPoolExecutor(1, thread_name_prefix="fulmen-discard")
+    if not later:
+        for fd in fds:
+            os.close(fd)
+        return
+    _closer.submit(_close_all, later)
+
+
+def _close_all(fds: list[int]) -> None:
+    global _pending
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    with _lock:
+        _pending -= len(fds)

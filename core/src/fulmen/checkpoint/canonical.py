@@ -164,15 +164,18 @@ def save_directory(strategy: Strategy, checkpoint: dict[str, Any], path: Any) ->
     entry = per_rank[rank] if isinstance(per_rank, list) and rank < len(per_rank) \
         else rng.own()
     with staged_directory(strategy, Path(path)) as staging:
-        dcp.save(shards, checkpoint_id=str(staging))
+        # DCP's own fsync (sync_files) is done below, overlapped with the checksums.
+        dcp.save(shards, storage_writer=dcp.FileSystemWriter(str(staging), sync_files=False))
         (staging / RNG_DIR).mkdir(exist_ok=True)
         torch.save(entry, staging / RNG_DIR / f"rank_{rank}.pt")
+        mine = [*sorted(staging.glob(f"__{rank}_*.distcp")), staging / RNG_DIR / f"rank_{rank}.pt"]
         if strategy.is_global_zero:
             torch.save(meta, staging / META)
-        # Each rank checksums the files it wrote, all at once, while they are in the page cache.
-        mine = [*sorted(staging.glob(f"__{rank}_*.distcp")), staging / RNG_DIR / f"rank_{rank}.pt"]
+            mine += [staging / ".metadata", staging / META]
+        # Each rank checksums the files it wrote, all at once, while they are in the page cache
+        # and while a thread flushes them to the device.
         sums = staging / f"{_SUMS}{rank}.json"
-        sums.write_text(json.dumps(manifest.file_entries(staging, mine)))
+        sums.write_text(json.dumps(manifest.file_entries(staging, mine, flush=True)))
         strategy.barrier("canonical-save")
         if strategy.is_global_zero:
             facts = dict(meta.get(manifest.KEY) or manifest.origin(

@@ -69,10 +69,24 @@ def directory_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and p.name != FILE)
 
 
-def file_entries(root: Path, paths: list[Path]) -> dict[str, dict[str, Any]]:
-    """``{relative path: {"bytes", "sha256"}}`` for ``paths`` inside ``root``."""
-    return {p.relative_to(root).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256(p)}
-            for p in paths}
+def file_entries(root: Path, paths: list[Path], flush: bool = False
+                 ) -> dict[str, dict[str, Any]]:
+    """``{relative path: {"bytes", "sha256"}}`` for ``paths`` inside ``root``. ``flush=True``
+    also makes the files durable (``fsync``), in a thread while they are hashed: the hashing
+    then costs no time beyond the flush's wait for the device."""
+    if not flush:
+        return {p.relative_to(root).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256(p)}
+                for p in paths}
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fulmen.checkpoint.atomic import fsync
+
+    with ThreadPoolExecutor(1, thread_name_prefix="fulmen-fsync") as pool:
+        flushed = [pool.submit(fsync, p) for p in paths]
+        entries = file_entries(root, paths)
+        for done in flushed:
+            done.result()
+    return entries
 
 
 def write_directory_manifest(root: Path, facts: dict[str, Any] | None,
