@@ -144,3 +144,12 @@ def test_epoch_boundary_checkpoint_is_left_alone() -> None:
     saved = in_epoch(2, 4)
     saved["loops"]["fit"]["progress"]["epochs"] = {"started": 1, "completed": 1}
     assert rescale(copy.deepcopy(saved), 3) == saved
+
+
+def test_model_parallel_position_counts_data_parallel_replicas() -> None:
+    """4 ranks as 2 data-parallel x 2 tensor-parallel ran 3 batches per replica (6 of the
+    epoch); resumed on 3 plain ranks, each goes on after 2."""
+    saved = in_epoch(4, 3)
+    saved[manifest.KEY]["data_parallel_size"] = 2
+    fit = rescale(saved, 3)["loops"]["fit"]
+    assert fit["batches_done"] == 2

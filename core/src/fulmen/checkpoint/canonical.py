@@ -180,7 +180,7 @@ def save_directory(strategy: Strategy, checkpoint: dict[str, Any], path: Any) ->
         if strategy.is_global_zero:
             facts = dict(meta.get(manifest.KEY) or manifest.origin(
                 strategy.name, strategy.world_size, strategy.num_nodes,
-                strategy.precision.name, strategy.device_mesh))
+                strategy.precision.name, strategy.device_mesh, strategy.data_parallel_size))
             facts["layout"] = "dcp"
             known: dict[str, Any] = {}
             for part in sorted(staging.glob(f"{_SUMS}*.json")):
@@ -416,7 +416,7 @@ def load(strategy: Strategy, path: Any, weights_only: bool = True) -> dict[str, 
         from fulmen.trainer.progress import rescale
 
         content = rng.select(content, strategy.global_rank, strategy.world_size)
-        content = rescale(content, strategy.world_size, strategy.global_rank)
+        content = rescale(content, strategy.data_parallel_size, strategy.global_rank)
     return content
 
 

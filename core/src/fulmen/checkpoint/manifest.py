@@ -22,16 +22,17 @@ FORMAT = 2
 
 
 def origin(strategy: str, world_size: int, num_nodes: int, precision: str,
-           mesh: Any = None) -> dict[str, Any]:
+           mesh: Any = None, data_parallel_size: int | None = None) -> dict[str, Any]:
     """The facts a checkpoint records about the run that wrote it (``mesh``: the device
-    mesh's shape and dimension names, when the strategy built one)."""
+    mesh's shape and dimension names, when the strategy built one; ``data_parallel_size``:
+    how many replicas read different data, the world size unless given)."""
     import torch
 
     import fulmen
 
     facts = {"format": FORMAT, "fulmen": fulmen.__version__, "torch": str(torch.__version__),
              "strategy": strategy, "world_size": world_size, "num_nodes": num_nodes,
-             "precision": precision}
+             "data_parallel_size": data_parallel_size or world_size, "precision": precision}
     if mesh is not None:
         facts["mesh"] = {"shape": list(mesh.shape),
                          "dim_names": list(getattr(mesh, "mesh_dim_names", None) or [])}

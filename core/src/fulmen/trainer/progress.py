@@ -97,18 +97,20 @@ class RunState:
 
 def rescale(checkpoint: dict[str, Any], world_size: int, rank: int = 0) -> dict[str, Any]:
     """``checkpoint`` (a loaded one) with its position inside an interrupted epoch expressed for
-    ``world_size`` processes instead of the world size that wrote it (its manifest's).
+    ``world_size`` data-parallel replicas instead of those that wrote it (its manifest's
+    ``data_parallel_size``; its ``world_size`` for checkpoints that predate it).
 
-    Each rank counts the batches it ran; ``n`` of them on ``W`` ranks consumed the first
-    ``n * W`` batches of the epoch's (distributed-sampler) order, so on ``V`` ranks the epoch
-    goes on after ``n * W // V`` batches per rank. When ``n * W`` is not a multiple of ``V``
+    Each replica counts the batches it ran; ``n`` of them on ``W`` replicas consumed the first
+    ``n * W`` batches of the epoch's (distributed-sampler) order, so on ``V`` replicas the epoch
+    goes on after ``n * W // V`` batches per replica. When ``n * W`` is not a multiple of ``V``
     the few batches over the last whole round are run again (never skipped), with a log line
     (from rank 0; ``rank`` is this process's). Epoch-boundary checkpoints and those without
     a manifest are returned as they are."""
     from fulmen.checkpoint import manifest
 
     facts = checkpoint.get(manifest.KEY)
-    saved = facts.get("world_size") if isinstance(facts, dict) else None
+    saved = facts.get("data_parallel_size", facts.get("world_size")) \
+        if isinstance(facts, dict) else None
     loops = checkpoint.get("loops")
     fit = loops.get("fit") if isinstance(loops, dict) else None
     if not isinstance(saved, int) or saved == world_size or saved < 1 or \

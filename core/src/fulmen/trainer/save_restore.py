@@ -41,7 +41,8 @@ def dump(trainer: Trainer, weights_only: bool = False) -> dict[str, Any]:
                                            type(trainer.module).__name__),
         "hparams_name": trainer.module.hparams_name,
         manifest.KEY: manifest.origin(trainer.strategy.name, trainer.world_size, trainer.num_nodes,
-                                      str(trainer.precision), trainer.strategy.device_mesh),
+                                      str(trainer.precision), trainer.strategy.device_mesh,
+                                      trainer.strategy.data_parallel_size),
     }
     if not weights_only:
         checkpoint.update({
