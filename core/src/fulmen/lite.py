@@ -25,7 +25,6 @@ from fulmen.errors import ConfigurationError, FulmenError
 from fulmen.kernel.connector import SelectionReport, select
 from fulmen.kernel.legacy import translate_flag
 from fulmen.lite_wrappers import EmptyInit, LiteDataLoader, LiteModule, LiteOptimizer
-from fulmen.utilities.apply_func import apply_to_collection
 from fulmen.utilities.rank_zero import rank_zero_warn, set_rank
 
 
@@ -412,6 +411,8 @@ class Lite(SelectionReport):
     def _as_tensors(self, data: Any) -> Any:
         """Numbers (and numpy scalars) in ``data`` become tensors on this process's device."""
         import numpy as np
+
+        from fulmen.utilities.apply_func import apply_to_collection
 
         return apply_to_collection(data, (int, float, np.number),
                                    lambda n: torch.tensor(n, device=self.device))

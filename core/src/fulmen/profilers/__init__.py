@@ -6,15 +6,25 @@ at the end of the run: to ``dirpath/filename`` when given, else to the ``fulmen`
 
 from __future__ import annotations
 
-from fulmen.profilers.advanced import AdvancedProfiler
-from fulmen.profilers.base import PassThroughProfiler, Profiler
-from fulmen.profilers.pytorch import PyTorchProfiler
-from fulmen.profilers.simple import SimpleProfiler
+from typing import TYPE_CHECKING
 
-NAMES = {"simple": SimpleProfiler, "advanced": AdvancedProfiler, "pytorch": PyTorchProfiler}
+from fulmen.lazy import lazy_exports
+from fulmen.profilers.base import PassThroughProfiler, Profiler
+
+_EXPORTS = {"AdvancedProfiler": "fulmen.profilers.advanced",
+            "PyTorchProfiler": "fulmen.profilers.pytorch",
+            "SimpleProfiler": "fulmen.profilers.simple"}
+#: ``Trainer(profiler=name)``: the class each name selects (imported when selected).
+NAMES = {"simple": "SimpleProfiler", "advanced": "AdvancedProfiler", "pytorch": "PyTorchProfiler"}
 
 __all__ = ["NAMES", "AdvancedProfiler", "PassThroughProfiler", "Profiler", "PyTorchProfiler",
            "SimpleProfiler", "resolve"]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from fulmen.profilers.advanced import AdvancedProfiler
+    from fulmen.profilers.pytorch import PyTorchProfiler
+    from fulmen.profilers.simple import SimpleProfiler
 
 
 def resolve(profiler: Profiler | str | None) -> Profiler:
@@ -26,7 +36,7 @@ def resolve(profiler: Profiler | str | None) -> Profiler:
     if isinstance(profiler, Profiler):
         return profiler
     if isinstance(profiler, str) and profiler.lower() in NAMES:
-        return NAMES[profiler.lower()]()
+        return __getattr__(NAMES[profiler.lower()])()
     raise ConfigurationError(f"Trainer(profiler={profiler!r}): use one of "
                              f"{', '.join(map(repr, NAMES))}, a fulmen.profilers.Profiler "
                              "instance, or None")

@@ -126,29 +126,38 @@ def as_list(value: Any, kind: type, flag: str) -> list[Any]:
 
 def default_callbacks(callbacks: list[Callback], checkpointing: bool, progress: bool,
                        summary: bool) -> list[Callback]:
-    from fulmen.callbacks import ModelCheckpoint, ModelSummary, RichModelSummary, RichProgressBar
+    """``callbacks`` plus the defaults the flags ask for and ``callbacks`` lacks (only the
+    callback modules in use are imported)."""
+    from fulmen.callbacks.checkpoint import ModelCheckpoint
     from fulmen.callbacks.progress import ProgressBar
-    from fulmen.callbacks.tqdm_progress import TQDMProgressBar
+    from fulmen.callbacks.summary import ModelSummary, RichModelSummary
 
-    has = {kind: any(isinstance(c, kind) for c in callbacks)
-           for kind in (ModelCheckpoint, ProgressBar, ModelSummary)}
-    bars = [type(c).__name__ for c in callbacks if isinstance(c, ProgressBar)]
+    bars = [c for c in callbacks if isinstance(c, ProgressBar)]
     if len(bars) > 1:
         raise ConfigurationError(f"You added multiple progress bar callbacks to the Trainer "
-                                 f"({', '.join(bars)}); keep one of them")
+                                 f"({', '.join(type(c).__name__ for c in bars)}); keep one of "
+                                 "them")
     if bars and not progress:
         raise ConfigurationError(f"Trainer was configured with `enable_progress_bar=False` but "
-                                 f"found `{bars[0]}` in callbacks list; drop one of them")
-    if has[ModelCheckpoint] and not checkpointing:
+                                 f"found `{type(bars[0]).__name__}` in callbacks list; drop one "
+                                 "of them")
+    has_checkpoint = any(isinstance(c, ModelCheckpoint) for c in callbacks)
+    if has_checkpoint and not checkpointing:
         raise ConfigurationError("Trainer(enable_checkpointing=False) was given a "
                                  "ModelCheckpoint callback; drop one of them")
     extra: list[Callback] = []
-    if summary and not has[ModelSummary]:  # rich bars get the rich table, as in Lightning
-        rich = any(isinstance(c, RichProgressBar) for c in callbacks)
+    if summary and not any(isinstance(c, ModelSummary) for c in callbacks):
+        rich = False  # rich bars get the rich table, as in Lightning
+        if bars:
+            from fulmen.callbacks.rich_progress import RichProgressBar
+
+            rich = isinstance(bars[0], RichProgressBar)
         extra.append(RichModelSummary() if rich else ModelSummary())
-    if progress and not has[ProgressBar]:
+    if progress and not bars:
+        from fulmen.callbacks.tqdm_progress import TQDMProgressBar
+
         extra.append(TQDMProgressBar())
-    if checkpointing and not has[ModelCheckpoint]:
+    if checkpointing and not has_checkpoint:
         extra.append(ModelCheckpoint())
     return callbacks + extra
 

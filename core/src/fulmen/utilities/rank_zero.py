@@ -4,29 +4,27 @@ The rank is read from the environment (``RANK``, ``LOCAL_RANK``, ``SLURM_PROCID`
 ``JSM_NAMESPACE_RANK``, first found wins) when this module is imported, before any process group
 exists; the Trainer and Lite set ``rank_zero_only.rank`` to the global rank once they know it.
 No torch import.
+
+The helpers have ``lightning_utilities.core.rank_zero``'s names, signatures and stack levels,
+but live here: importing that module runs ``lightning_utilities``' package ``__init__``, which
+imports ``packaging``'s requirement parser and ``importlib.metadata`` (about 3 000 objects and
+20-60 ms after ``import torch``) that a run never uses, and that alone tipped the Trainer's
+start-up into a full garbage collection of torch's objects (about 0.1 s).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import warnings
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, ParamSpec, TypeVar, overload
 
-import lightning_utilities.core.rank_zero as _impl
-from lightning_utilities.core.rank_zero import (
-    WarningCache,
-    rank_prefixed_message,
-    rank_zero_debug,
-    rank_zero_deprecation,
-    rank_zero_info,
-    rank_zero_warn,
-)
-
-__all__ = ["WarningCache", "current_rank", "get_rank", "rank_prefixed_message", "rank_zero_debug",
-           "rank_zero_deprecation", "rank_zero_info", "rank_zero_only", "rank_zero_warn",
-           "set_rank"]
+T = TypeVar("T")
+P = ParamSpec("P")
 
 log = logging.getLogger("fulmen")
-_impl.log = log
 if log.level == logging.NOTSET:  # as Lightning does: info messages show unless configured
     log.setLevel(logging.INFO)
 if not logging.getLogger().hasHandlers() and not log.handlers:
@@ -48,9 +46,76 @@ def get_rank() -> int | None:
     return None
 
 
-rank_zero_only = _impl.rank_zero_only
-if getattr(rank_zero_only, "rank", None) is None:  # keep a rank someone set already
-    rank_zero_only.rank = get_rank() or 0  # type: ignore[attr-defined]
+@overload
+def rank_zero_only(fn: Callable[P, T]) -> Callable[P, T | None]: ...
+
+
+@overload
+def rank_zero_only(fn: Callable[P, T], default: T) -> Callable[P, T]: ...
+
+
+def rank_zero_only(fn: Callable[P, T], default: T | None = None) -> Callable[P, T | None]:
+    """Decorator: ``fn`` runs on global rank 0 only; other ranks get ``default``. The rank is
+    ``rank_zero_only.rank``, read at each call."""
+
+    @wraps(fn)
+    def wrapped(*args: P.args, **kwargs: P.kwargs) -> T | None:
+        if rank_zero_only.rank == 0:  # type: ignore[attr-defined]
+            return fn(*args, **kwargs)
+        return default
+
+    return wrapped
+
+
+rank_zero_only.rank = get_rank() or 0  # type: ignore[attr-defined]
+
+
+@rank_zero_only
+def rank_zero_debug(*args: Any, stacklevel: int = 4, **kwargs: Any) -> None:
+    """``log.debug`` on global rank 0 only."""
+    log.debug(*args, stacklevel=stacklevel - 1, **kwargs)
+
+
+@rank_zero_only
+def rank_zero_info(*args: Any, stacklevel: int = 4, **kwargs: Any) -> None:
+    """``log.info`` on global rank 0 only."""
+    log.info(*args, stacklevel=stacklevel - 1, **kwargs)
+
+
+@rank_zero_only
+def rank_zero_warn(message: str | Warning, stacklevel: int = 4, **kwargs: Any) -> None:
+    """``warnings.warn`` on global rank 0 only."""
+    warnings.warn(message, stacklevel=stacklevel - 1, **kwargs)
+
+
+def rank_zero_deprecation(message: str | Warning, stacklevel: int = 5, **kwargs: Any) -> None:
+    """A ``DeprecationWarning`` (or ``category``) on global rank 0 only."""
+    kwargs.setdefault("category", DeprecationWarning)
+    rank_zero_warn(message, stacklevel=stacklevel, **kwargs)
+
+
+def rank_prefixed_message(message: str, rank: int | None) -> str:
+    """``message`` prefixed with ``[rank: X]`` when ``rank`` is given."""
+    return f"[rank: {rank}] {message}" if rank is not None else message
+
+
+class WarningCache(set[str]):
+    """Emits each distinct message once (on global rank 0)."""
+
+    def warn(self, message: str, stacklevel: int = 5, **kwargs: Any) -> None:
+        if message not in self:
+            self.add(message)
+            rank_zero_warn(message, stacklevel=stacklevel, **kwargs)
+
+    def deprecation(self, message: str, stacklevel: int = 6, **kwargs: Any) -> None:
+        if message not in self:
+            self.add(message)
+            rank_zero_deprecation(message, stacklevel=stacklevel, **kwargs)
+
+    def info(self, message: str, stacklevel: int = 5, **kwargs: Any) -> None:
+        if message not in self:
+            self.add(message)
+            rank_zero_info(message, stacklevel=stacklevel, **kwargs)
 
 
 def current_rank() -> int:
