@@ -19,6 +19,7 @@ and the model wrapped), ``first_batch``, ``first_step`` (first optimizer step do
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import os
 import resource
@@ -28,6 +29,7 @@ from typing import Any
 
 MARKS: dict[str, float] = {}
 RATE: dict[str, float] = {}
+GC: dict[str, list[int]] = {}  # garbage collections per generation during the timed steps
 STEPS, WARMUP, BATCH = 1000, 50, 32
 
 
@@ -59,7 +61,8 @@ def _write() -> None:
                                                  "0" if "first_step" in MARKS else "main"))
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     with open(os.environ["FULMEN_BENCH_OUT"], "a") as out:
-        out.write(json.dumps({"rank": rank, "marks": MARKS, "peak_mb": peak_mb, **RATE}) + "\n")
+        out.write(json.dumps({"rank": rank, "marks": MARKS, "peak_mb": peak_mb, **RATE,
+                              **GC}) + "\n")
 
 
 class Clock:
@@ -74,8 +77,10 @@ class Clock:
         self.step += 1
         mark("first_step")
         if self.step == WARMUP:
+            GC["gc"] = [g["collections"] for g in gc.get_stats()]
             self.start = time.perf_counter()
         if self.step == STEPS:
+            GC["gc"] = [g["collections"] - n for g, n in zip(gc.get_stats(), GC["gc"])]
             RATE["samples_per_s"] = (STEPS - WARMUP) * BATCH * world / (
                 time.perf_counter() - self.start)
             mark("last_step")

@@ -172,7 +172,7 @@ def test_the_checkpoint_command_inspects_verifies_and_refuses_deepspeed_director
     shard.write_bytes(bytes(data))
     done = cli("verify", flipped)
     assert done.returncode == 1
-    assert f"FAIL '{shard}' does not match its sha256 in fulmen_manifest.json" in done.stdout
+    assert f"FAIL '{shard}' does not match its crc32c in fulmen_manifest.json" in done.stdout
 
     cut = tmp_path / "cut.ckpt"
     shutil.copytree(good, cut)

@@ -9,7 +9,7 @@ It is a single ``torch.save`` file when one process holds the whole state, or el
 - ``rng/rank_<r>.pt``: each rank's random-number-generator states, written by that rank
   (its entry of ``rng_states_per_rank``, :mod:`fulmen.checkpoint.rng`);
 - ``fulmen_manifest.json``: where it came from (:func:`fulmen.checkpoint.manifest.origin`)
-  and the size and sha256 of every file.
+  and the size and CRC-32C of every file.
 
 Optimizer states are keyed by parameter names (``get_optimizer_state_dict``'s form), not by
 positions, so they load into any strategy's optimizer: DCP reshards DTensor shards to the

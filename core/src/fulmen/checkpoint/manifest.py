@@ -2,9 +2,14 @@
 
 A checkpoint dict carries ``fulmen_manifest`` (:func:`origin`: fulmen and torch versions,
 strategy, world size, nodes, precision). A checkpoint *directory* also holds
-``fulmen_manifest.json``: the origin plus the size and sha256 of every file. A single file
+``fulmen_manifest.json``: the origin plus the size and CRC-32C of every file. A single file
 needs no sidecar: torch.save stores a CRC-32 for each record of its zip, which
 :func:`verify` checks.
+
+The checksum guards against truncated, damaged or swapped files, not against tampering (whoever
+can change a shard can change the manifest beside it). CRC-32C runs at memory speed with the
+processor's instructions (about 14 GB/s against sha256's 2 GB/s on this machine), so a
+save spends next to nothing on it; manifests written before it (``"sha256"``) still verify.
 """
 
 from __future__ import annotations
@@ -58,12 +63,42 @@ def check_version(facts: Any, where: str) -> None:
             f"it there with: fulmen checkpoint convert SRC DST --to file)")
 
 
+#: the checksum new manifests record, by name
+CHECKSUM = "crc32c"
+
+
+def crc32c(path: Path) -> str:
+    """The file's CRC-32C as 8 hex digits, read through a memory map (no copy of the data)."""
+    import mmap
+
+    from crc32c import crc32c as update
+
+    with open(path, "rb") as handle:
+        if not handle.seek(0, 2):
+            return f"{update(b''):08x}"
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return f"{update(data):08x}"
+
+
 def sha256(path: Path) -> str:
+    """The file's sha256 (what manifests recorded before :data:`CHECKSUM`)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while chunk := handle.read(1 << 24):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+_CHECKSUMS = {"crc32c": crc32c, "sha256": sha256}
+
+
+def checksum_mismatch(file: Path, entry: dict[str, Any]) -> str | None:
+    """Which checksum of ``entry`` (a manifest's record of ``file``) the file fails, or None
+    when it matches; a record with no known checksum fails as ``"checksum"``."""
+    for name, compute in _CHECKSUMS.items():
+        if name in entry:
+            return None if compute(file) == entry[name] else name
+    return "checksum"
 
 
 def directory_files(root: Path) -> list[Path]:
@@ -72,11 +107,10 @@ def directory_files(root: Path) -> list[Path]:
 
 def file_entries(root: Path, paths: list[Path], flush: bool = False
                  ) -> dict[str, dict[str, Any]]:
-    """``{relative path: {"bytes", "sha256"}}`` for ``paths`` inside ``root``. ``flush=True``
-    also makes the files durable (``fsync``), in a thread while they are hashed: the hashing
-    then costs no time beyond the flush's wait for the device."""
+    """``{relative path: {"bytes", "crc32c"}}`` for ``paths`` inside ``root``. ``flush=True``
+    also makes the files durable (``fsync``), in a thread while they are checksummed."""
     if not flush:
-        return {p.relative_to(root).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256(p)}
+        return {p.relative_to(root).as_posix(): {"bytes": p.stat().st_size, CHECKSUM: crc32c(p)}
                 for p in paths}
     from concurrent.futures import ThreadPoolExecutor
 
@@ -92,7 +126,7 @@ def file_entries(root: Path, paths: list[Path], flush: bool = False
 
 def write_directory_manifest(root: Path, facts: dict[str, Any] | None,
                              known: dict[str, dict[str, Any]] | None = None) -> Path:
-    """Write ``root/fulmen_manifest.json``: ``facts`` plus size and sha256 of every file
+    """Write ``root/fulmen_manifest.json``: ``facts`` plus size and CRC-32C of every file
     (``known``: entries other processes computed already, for the files they wrote)."""
     known = known or {}
     files = {**known, **file_entries(root, [p for p in directory_files(root)
@@ -115,7 +149,7 @@ def read_directory_manifest(root: Path) -> dict[str, Any] | None:
 
 def verify(path: str | Path) -> list[str]:
     """Problems found in the checkpoint at ``path`` (empty when it is whole): for a file, each
-    zip record's CRC; for a directory, its manifest's sizes and sha256 sums, missing and
+    zip record's CRC; for a directory, its manifest's sizes and checksums, missing and
     unlisted files, and the CRCs of its torch files."""
     path = Path(path)
     if not path.exists():
@@ -139,8 +173,8 @@ def verify(path: str | Path) -> list[str]:
         elif file.stat().st_size != entry.get("bytes"):
             problems.append(f"{str(file)!r} has {file.stat().st_size} bytes, the manifest "
                             f"says {entry.get('bytes')}: truncated or replaced")
-        elif sha256(file) != entry.get("sha256"):
-            problems.append(f"{str(file)!r} does not match its sha256 in {FILE}: corrupt or "
+        elif (failed := checksum_mismatch(file, entry)) is not None:
+            problems.append(f"{str(file)!r} does not match its {failed} in {FILE}: corrupt or "
                             "modified")
     if manifest is not None:
         problems += [f"{str(file)!r} is not listed in {FILE} (from another checkpoint?)"
@@ -167,7 +201,7 @@ def _verify_file(path: Path) -> list[str]:
 
 def check_complete(root: Path) -> None:
     """Raise when a file the directory's manifest lists is missing or has another size (a
-    cheap check before loading; ``fulmen checkpoint verify`` also compares sha256 sums)."""
+    cheap check before loading; ``fulmen checkpoint verify`` also compares checksums)."""
     from fulmen.checkpoint.safety import CorruptCheckpointError
 
     try:
