@@ -149,3 +149,20 @@ def test_discard_removes_every_name_at_once_and_leaves_link_targets(tmp_path: Pa
     single.write_bytes(b"z" * 4096)
     atomic.discard(single)
     assert not single.exists()
+
+
+def test_releasing_cached_pages_keeps_the_data_dirty_or_written(tmp_path: Path) -> None:
+    """The replaced file's page cache is dropped before a save; what it held stays readable,
+    whether or not it reached the disk yet (dirty pages are kept)."""
+    from fulmen.checkpoint.atomic import release_cached_pages
+
+    dirty, written = tmp_path / "dirty.bin", tmp_path / "written.bin"
+    data = os.urandom(3 << 20)
+    dirty.write_bytes(data)
+    written.write_bytes(data[::-1])
+    with open(written, "rb") as handle:
+        os.fsync(handle.fileno())
+    for file in (dirty, written):
+        release_cached_pages(file)
+    release_cached_pages(tmp_path / "missing.bin")  # nothing there: nothing to do
+    assert dirty.read_bytes() == data and written.read_bytes() == data[::-1]

@@ -117,12 +117,37 @@ def sweep(folder: Path) -> list[Path]:
     return removed
 
 
+def release_cached_pages(path: Path) -> None:
+    """Give the page cache of the file ``path`` back to the system (Linux), for a file about to
+    be replaced: the new file's pages then come from those just freed. Pages already written
+    to disk are dropped; dirty ones are kept and their writeback starts (nothing is lost).
+
+    Writing into pages the system has not used lately can cost far more than into recycled
+    ones: on this project's virtual machines, whose free memory is handed back to the host, a
+    1 GiB save took 0.37 s or 1.5 s depending on which pages it got; ``torch.save`` over the old
+    file recycles its pages by truncating it, which an atomic replacement cannot do."""
+    if not _fadvise_supported:
+        return
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+_fadvise_supported = sys.platform.startswith("linux")
+
+
 @contextlib.contextmanager
 def atomic_target(target: Path) -> Iterator[Path]:
     """Yields a temporary path to write; on success it replaces ``target`` in one rename, on
-    any exception it is removed. Leftovers of killed processes in the folder go first."""
+    any exception it is removed. Leftovers of killed processes in the folder go first, and
+    the cached pages of the file it replaces are released (:func:`release_cached_pages`)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     sweep(target.parent)
+    if target.is_file() and not target.is_symlink():
+        release_cached_pages(target)
     tmp = temporary_path(target)
     try:
         yield tmp

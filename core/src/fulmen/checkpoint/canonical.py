@@ -198,12 +198,16 @@ class staged_directory:
         self.staging: Path | None = None
 
     def __enter__(self) -> Path:
-        from fulmen.checkpoint.atomic import sweep, temporary_path
+        from fulmen.checkpoint.atomic import release_cached_pages, sweep, temporary_path
 
         name = None
         if self.strategy.is_global_zero:
             self.target.parent.mkdir(parents=True, exist_ok=True)
             sweep(self.target.parent)
+            if self.target.is_dir() and not self.target.is_symlink():
+                for file in self.target.rglob("*"):  # the new files recycle their pages
+                    if file.is_file():
+                        release_cached_pages(file)
             name = str(temporary_path(self.target))
         self.staging = Path(self.strategy.broadcast(name, 0))
         self.staging.mkdir(parents=True, exist_ok=True)
