@@ -27,6 +27,10 @@ class Gathering:
         self.others = others
         self.calls = 0
 
+    @property
+    def world_size(self) -> int:
+        return len(self.others)
+
     def all_gather(self, tensor: torch.Tensor, sync_grads: bool = False) -> torch.Tensor:
         self.calls += 1
         encoded = [rng._to_bytes(entry) for entry in self.others]
@@ -70,8 +74,12 @@ def test_record_gathers_every_rank_once() -> None:
 
 def test_record_in_one_process_is_this_process_state() -> None:
     class One:
+        """One process: nothing is gathered (a gather would fail the test)."""
+
+        world_size = 1
+
         def all_gather(self, tensor: torch.Tensor, sync_grads: bool = False) -> torch.Tensor:
-            return tensor.unsqueeze(0)
+            raise AssertionError("one process gathers nothing")
 
     torch.manual_seed(5)
     saved: dict[str, Any] = {}

@@ -69,11 +69,11 @@ def gather(strategy: Strategy, entry: dict[str, Any]) -> list[dict[str, Any]]:
     tensors: their lengths, then the padded bytes)."""
     import torch
 
+    if strategy.world_size == 1:  # nothing to gather, nothing to serialize
+        return [entry]
     data = _to_bytes(entry)
     sizes = strategy.all_gather(torch.tensor([data.numel()], dtype=torch.int64))
     sizes = sizes.reshape(-1).cpu()
-    if sizes.numel() == 1:
-        return [entry]
     padded = torch.zeros(int(sizes.max()), dtype=torch.uint8)
     padded[: data.numel()] = data
     parts = strategy.all_gather(padded).reshape(sizes.numel(), -1).cpu()
