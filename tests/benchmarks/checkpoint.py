@@ -5,7 +5,8 @@
    of the same dictionary. Goal: >= 0.9x plain throughput.
 2. Two processes (gloo): the state sharded in halves (DTensors); fulmen's canonical directory
    save (``FSDPStrategy(state_dict_type="sharded")`` through ``Lite.save``: staging, per-rank RNG,
-   meta, manifest with sha256 of every file) and its resharding load against plain
+   meta, manifest with the CRC-32C of every file) and its resharding load (the ranks compare
+   the checksums, each its share of the files) against plain
    ``dcp.save``/``dcp.load``. Goal: >= 0.9x.
 3. ``fulmen checkpoint convert`` of the two-process directory to one file, in a fresh process:
    peak RSS (``VmHWM``, reset after the imports) above that process's RSS then, against the
@@ -124,7 +125,7 @@ def _two(lite: Any, root: str) -> dict[str, float] | None:
 
     def load_ours() -> None:
         template = {"state_dict": {k: torch.empty_like(v) for k, v in shards.items()}}
-        canonical.load_directory(ours, template)
+        canonical.load_directory(ours, template, share=(lite.global_rank, lite.world_size))
 
     def settle() -> None:
         settled()

@@ -22,6 +22,7 @@ from tiny_models import TinyModule, lean, loader
 
 import fulmen
 from fulmen.checkpoint import canonical, convert, manifest
+from fulmen.checkpoint.safety import CorruptCheckpointError
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -146,6 +147,28 @@ def test_a_missing_shard_is_named(directory: Path) -> None:
     (directory / "__0_0.distcp").unlink()
     with pytest.raises(fulmen.ConfigurationError, match=r"incomplete.*__0_0\.distcp.*missing"):
         canonical.read_directory(directory)
+
+
+def test_a_corrupted_shard_of_the_same_size_is_named_on_load(directory: Path) -> None:
+    """Checksums are compared on load, not only sizes: a flipped byte in tensor data stops
+    the resume with the file named, before anything is read into the model."""
+    shard = directory / "__0_0.distcp"
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    match = r"__0_0\.distcp.*does not match its crc32c.*corrupt"
+    with pytest.raises(CorruptCheckpointError, match=match):
+        canonical.read_directory(directory)
+    trainer = fulmen.Trainer(**lean(max_epochs=2))
+    with pytest.raises(fulmen.ConfigurationError, match=match):
+        trainer.fit(AdamTiny(hidden=12), loader(32), ckpt_path=str(directory))
+    # processes reading together split the files: each compares only its share
+    files = json.loads((directory / manifest.FILE).read_text())["files"]
+    listed = sorted(files, key=lambda n: (-files[n]["bytes"], n))  # largest first
+    mine = listed.index("__0_0.distcp")
+    manifest.check_checksums(directory, (mine + 1, len(listed)))  # another process's share
+    with pytest.raises(CorruptCheckpointError, match=match):
+        manifest.check_checksums(directory, (mine, len(listed)))
 
 
 def test_two_checkpoints_mixed_in_one_directory(directory: Path, saved: Path,

@@ -248,9 +248,11 @@ def read_meta(root: Path, weights_only: bool = True) -> dict[str, Any]:
     return meta
 
 
-def check_directory(root: Path) -> dict[str, Any]:
+def check_directory(root: Path, share: tuple[int, int] | None = None) -> dict[str, Any]:
     """Refuse a DCP directory that is incomplete, mixed with another checkpoint, newer than
-    this fulmen, or whose manifest does not match its shards; returns the manifest."""
+    this fulmen, or whose manifest does not match its shards; returns the manifest. With
+    ``share`` (``(index, count)`` of the processes reading it together), this process also
+    compares the checksums of its share of the files."""
     try:
         facts = manifest.read_directory_manifest(root) or {}
     except ValueError as exc:
@@ -273,17 +275,21 @@ def check_directory(root: Path) -> dict[str, Any]:
             f"checkpoint {str(root)!r}: its manifest says world size {size}, but shards of "
             f"{len(ranks)} rank(s) are present ({shards[:6]}); a shard is missing or the "
             "directory was copied in part")
+    if share is not None:
+        manifest.check_checksums(root, share)
     return facts
 
 
 def load_directory(root: Path, template: dict[str, Any] | None = None,
-                   weights_only: bool = True) -> dict[str, Any]:
+                   weights_only: bool = True, share: tuple[int, int] = (0, 1)
+                   ) -> dict[str, Any]:
     """Read a canonical DCP directory. With ``template`` (entries shaped like this
     strategy's state: DTensor shards, say), DCP reads each rank's part into it, resharding
-    from any world size; without, every tensor is read whole."""
+    from any world size; without, every tensor is read whole. ``share``: this process's
+    ``(index, count)`` among those reading it together, which split the checksum checks."""
     from fulmen.checkpoint.reading import safe_dcp_load
 
-    check_directory(root)
+    check_directory(root, share)
     meta = read_meta(root, weights_only)
     keys = list(meta.pop(_DCP_KEYS, SHARDED_KEYS))
     lists = set(meta.pop(_LISTS, ["optimizer_states"]))  # older directories: that one
@@ -415,7 +421,8 @@ def load(strategy: Strategy, path: Any, weights_only: bool = True) -> dict[str, 
             manifest.check_version(content.get(manifest.KEY), str(path))
     else:
         content = read_directory(path, weights_only, strategy.checkpoint_template(),
-                                 reader=strategy.name)
+                                 rank=strategy.global_rank, reader=strategy.name,
+                                 readers=strategy.world_size)
     if isinstance(content, dict):  # this rank's own random states and place in the epoch
         from fulmen.trainer.progress import rescale
 
@@ -425,10 +432,13 @@ def load(strategy: Strategy, path: Any, weights_only: bool = True) -> dict[str, 
 
 
 def read_directory(path: Any, weights_only: bool = True, template: dict[str, Any] | None = None,
-                   rank: int = 0, reader: str = "this strategy") -> dict[str, Any]:
+                   rank: int = 0, reader: str = "this strategy", readers: int = 1
+                   ) -> dict[str, Any]:
     """A checkpoint directory's content: every rank's random states under
     ``rng_states_per_rank`` (``rng_states``: rank ``rank``'s when it saved some); an older
-    DeepSpeed directory is refused with the command that converts it."""
+    DeepSpeed directory is refused with the command that converts it. The files' checksums
+    are compared first, split among the ``readers`` processes reading it together (``rank``
+    is this one's index among them)."""
     from fulmen.checkpoint import reading, remote
 
     root = Path(remote.local(path))
@@ -440,7 +450,7 @@ def read_directory(path: Any, weights_only: bool = True, template: dict[str, Any
             f"first: fulmen checkpoint convert {str(root)!r} {str(root) + '.ckpt'!r} --to file")
     from fulmen.checkpoint import rng
 
-    content = load_directory(root, template, weights_only)
+    content = load_directory(root, template, weights_only, share=(rank, readers))
     if "rng_states" in content:  # every rank's generators, when they saved some
         entries = rank_rngs(root)
         if entries:
