@@ -162,6 +162,9 @@ def test_a_corrupted_shard_of_the_same_size_is_named_on_load(directory: Path) ->
     trainer = fulmen.Trainer(**lean(max_epochs=2))
     with pytest.raises(fulmen.ConfigurationError, match=match):
         trainer.fit(AdamTiny(hidden=12), loader(32), ckpt_path=str(directory))
+    with pytest.raises(CorruptCheckpointError, match=match):  # nor is it converted onwards
+        convert.convert(directory, directory.parent / "copy.ckpt", "file")
+    assert not (directory.parent / "copy.ckpt").exists()
     # processes reading together split the files: each compares only its share
     files = json.loads((directory / manifest.FILE).read_text())["files"]
     listed = sorted(files, key=lambda n: (-files[n]["bytes"], n))  # largest first

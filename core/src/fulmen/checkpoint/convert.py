@@ -72,8 +72,8 @@ class Source:
     def _from_dcp(self) -> None:
         meta_file = self.path / canonical.META
         if meta_file.is_file():
-            canonical.check_directory(self.path)
-            meta = canonical.read_meta(self.path)
+            canonical.check_directory(self.path, share=(0, 1))  # checksums too: never copy
+            meta = canonical.read_meta(self.path)                # a damaged shard onwards
         else:
             meta = {}
         lists = set(meta.pop("fulmen_dcp_lists", ["optimizer_states"]))
