@@ -169,9 +169,9 @@ def test_a_corrupted_shard_of_the_same_size_is_named_on_load(directory: Path) ->
     files = json.loads((directory / manifest.FILE).read_text())["files"]
     listed = sorted(files, key=lambda n: (-files[n]["bytes"], n))  # largest first
     mine = listed.index("__0_0.distcp")
-    manifest.check_checksums(directory, (mine + 1, len(listed)))  # another process's share
+    manifest.check_checksums(directory, files, (mine + 1, len(listed)))  # another process's share
     with pytest.raises(CorruptCheckpointError, match=match):
-        manifest.check_checksums(directory, (mine, len(listed)))
+        manifest.check_checksums(directory, files, (mine, len(listed)))
 
 
 def test_two_checkpoints_mixed_in_one_directory(directory: Path, saved: Path,

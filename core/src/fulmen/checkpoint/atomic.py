@@ -46,6 +46,7 @@ def temporary_path(target: Path) -> Path:
 
 _AT_FDCWD, _RENAME_EXCHANGE = -100, 2
 _exchange_supported = sys.platform.startswith("linux")
+_fadvise_supported = sys.platform.startswith("linux")
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -123,8 +124,8 @@ def release_cached_pages(path: Path) -> None:
     to disk are dropped; dirty ones are kept and their writeback starts (nothing is lost).
 
     Writing into pages the system has not used lately can cost far more than into recycled
-    ones: on this project's virtual machines, whose free memory is handed back to the host, a
-    1 GiB save took 0.37 s or 1.5 s depending on which pages it got; ``torch.save`` over the old
+    ones: on a virtual machine that hands its free memory back to the host, a 1 GiB save
+    took 0.37 s or 1.5 s depending on which pages it got; ``torch.save`` over the old
     file recycles its pages by truncating it, which an atomic replacement cannot do."""
     if not _fadvise_supported:
         return
@@ -134,9 +135,6 @@ def release_cached_pages(path: Path) -> None:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
-
-
-_fadvise_supported = sys.platform.startswith("linux")
 
 
 @contextlib.contextmanager

@@ -276,7 +276,7 @@ def check_directory(root: Path, share: tuple[int, int] | None = None) -> dict[st
             f"{len(ranks)} rank(s) are present ({shards[:6]}); a shard is missing or the "
             "directory was copied in part")
     if share is not None:
-        manifest.check_checksums(root, share)
+        manifest.check_checksums(root, listed, share)
     return facts
 
 

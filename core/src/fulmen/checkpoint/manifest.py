@@ -202,17 +202,14 @@ def _verify_file(path: Path) -> list[str]:
     return [f"{str(path)!r} is corrupt: record {bad!r} fails its CRC check"] if bad else []
 
 
-def check_checksums(root: Path, share: tuple[int, int] = (0, 1)) -> None:
-    """Raise at the first file of the directory's manifest whose checksum does not match.
-    ``share`` is ``(index, count)`` of the processes that read ``root`` together: each checks
-    every ``count``-th listed file from ``index``, largest first, so together they check each
-    file once and about the same number of bytes."""
+def check_checksums(root: Path, listed: dict[str, dict[str, Any]],
+                    share: tuple[int, int] = (0, 1)) -> None:
+    """Raise at the first file of ``listed`` (the ``files`` of ``root``'s manifest) whose
+    checksum does not match. ``share`` is ``(index, count)`` of the processes that read
+    ``root`` together: each checks every ``count``-th listed file from ``index``, largest
+    first, so together they check each file once and about the same number of bytes."""
     from fulmen.checkpoint.safety import CorruptCheckpointError
 
-    try:
-        listed = (read_directory_manifest(root) or {}).get("files", {})
-    except ValueError as exc:
-        raise CorruptCheckpointError(str(exc)) from exc
     index, count = share
     largest_first = sorted(listed, key=lambda n: (-int(listed[n].get("bytes") or 0), n))
     for name in largest_first[index::max(count, 1)]:
