@@ -85,8 +85,9 @@ def apply(module: Any, settings: dict[str, Any] | None) -> None:
         module.compile(**settings)
 
 
-def time_first_call(step: Any, active: bool) -> Any:
-    """``step``, logging how long its first call took (mostly compilation) when ``active``."""
+def time_first_call(step: Any, active: bool, what: str = "step") -> Any:
+    """``step``, logging how long its first call (``what``) took, mostly compilation, when
+    ``active``."""
     if not active:
         return step
     pending = [True]
@@ -97,8 +98,8 @@ def time_first_call(step: Any, active: bool) -> Any:
         start = time.perf_counter()
         out = step(*args, **kwargs)
         pending.clear()
-        log.info("torch.compile: the first %s took %.1f s (compilation included)",
-                 args[0] if args else "step", time.perf_counter() - start)
+        log.info("torch.compile: the first %s took %.1f s (compilation included)", what,
+                 time.perf_counter() - start)
         return out
 
     return timed

@@ -15,6 +15,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import fulmen
 from fulmen.errors import NonFiniteError, NonFiniteWarning
+from fulmen.trainer.finite import NonFiniteWatch
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -156,3 +157,30 @@ def test_ddp_a_nan_on_one_rank_warns_without_stopping(tmp_path):
     assert done.returncode == 0, out
     assert "rank 1/2: the training loss is nan at epoch 0, global step 2, batch_idx 2" in out, out
     assert out.count("FINISHED") == 2 and "at step 8" in out
+
+
+class _OneProcess:
+    world_size, global_rank, root_device = 1, 0, torch.device("cpu")
+
+
+def test_losses_on_an_accelerator_wait_for_the_check_and_name_the_first_bad_one():
+    watch = NonFiniteWatch(_OneProcess(), stop=False, defer=True)  # as on an accelerator
+    losses = [torch.tensor(1.0), torch.tensor(float("inf")), torch.tensor(float("nan"))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NonFiniteWarning)
+        for i, loss in enumerate(losses):
+            watch.record(loss, 0, 10 + i, i)  # no host read, so no warning yet
+    assert len(watch.pending) == 3
+    with pytest.warns(NonFiniteWarning, match="is inf at epoch 0, global step 11, batch_idx 1"):
+        watch.check()
+    assert watch.pending == []
+    watch.record(torch.tensor(float("nan")), 0, 13, 3)
+    assert watch.pending == []  # warned once: nothing more is kept
+
+
+def test_a_cpu_loss_is_read_at_once_and_nothing_is_kept():
+    watch = NonFiniteWatch(_OneProcess(), stop=False)
+    watch.record(torch.tensor(2.0, requires_grad=True) * 1, 0, 0, 0)
+    assert watch.pending == []
+    with pytest.warns(NonFiniteWarning, match="is nan at epoch 1, global step 7, batch_idx 2"):
+        watch.record(torch.tensor(float("nan"), requires_grad=True) * 1, 1, 7, 2)

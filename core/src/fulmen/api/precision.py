@@ -107,6 +107,8 @@ class Precision(Named):
             if after_closure is not None:
                 after_closure()
             return optimizer.step()
+        if after_closure is None:
+            return optimizer.step(closure)
 
         def wrapped() -> Any:
             result = closure()

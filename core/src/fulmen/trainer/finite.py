@@ -1,9 +1,11 @@
 """Non-finite training losses are never silent, and cost no per-step host sync.
 
-Each step's loss is kept (detached, on its device) with its step and batch index; the pending
-losses are checked together, with one host sync, at the logging cadence
-(``log_every_n_steps``) and at the end of every epoch. The first non-finite one is reported once
-per process through ``warnings``, naming the epoch, the global step and the batch index.
+A loss on the CPU is read at once (the host has it: there is nothing to wait for, and holding
+it would cost more than reading it). A loss on an accelerator is kept (detached, on its device)
+with its step and batch index; the pending losses are checked together, with one host sync, at
+the logging cadence (``log_every_n_steps``) and at the end of every epoch. The first non-finite
+one is reported once per process through ``warnings``, naming the epoch, the global step and the
+batch index.
 
 With ``Trainer(detect_anomaly=True)`` (the user asked for a slow, careful run) the loss is
 checked at every step before ``backward``, the processes agree on it (one ``max`` reduction), and
@@ -12,6 +14,7 @@ every rank raises :class:`fulmen.errors.NonFiniteError` at the same step.
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -29,8 +32,11 @@ _CAUSES = ("usual causes: non-finite values in the batch (check the inputs), a l
 class NonFiniteWatch:
     """Watches one fit's training losses; ``stop``: raise at the first non-finite one."""
 
-    def __init__(self, strategy: Strategy, stop: bool) -> None:
+    def __init__(self, strategy: Strategy, stop: bool, defer: bool | None = None) -> None:
         self.strategy, self.stop = strategy, stop
+        #: losses wait for :meth:`check` (on an accelerator, where reading one would sync)
+        #: rather than being read at once (on the CPU); default: from the strategy's device
+        self.defer = strategy.root_device.type != "cpu" if defer is None else defer
         self.pending: list[tuple[torch.Tensor, int, int, int]] = []
         self.warned = False
 
@@ -38,8 +44,12 @@ class NonFiniteWatch:
         """Note the loss of one batch (``step``: the global step it trains)."""
         if self.stop:
             self._agree(loss.detach(), epoch, step, batch_idx)
-        elif not self.warned:
+        elif self.warned:
+            return
+        elif self.defer:
             self.pending.append((loss.detach(), epoch, step, batch_idx))
+        elif not math.isfinite(loss.detach().item()):
+            self._warn(loss, epoch, step, batch_idx)
 
     def check(self) -> None:
         """Look at the pending losses (one host sync); warn once about the first bad one."""
@@ -55,13 +65,15 @@ class NonFiniteWatch:
         if bool(finite.all()):
             return
         first = int((~finite).nonzero()[0])
-        loss, epoch, step, batch_idx = pending[first]
+        self._warn(*pending[first])
+
+    def _warn(self, loss: torch.Tensor, epoch: int, step: int, batch_idx: int) -> None:
         self.warned = True
         warnings.warn(NonFiniteWarning(
-            f"{self._rank()}the training loss is {loss.item()} at epoch {epoch}, global step "
-            f"{step}, batch_idx {batch_idx}; training goes on and the weights are likely "
+            f"{self._rank()}the training loss is {loss.detach().item()} at epoch {epoch}, global "
+            f"step {step}, batch_idx {batch_idx}; training goes on and the weights are likely "
             f"non-finite from here ({_CAUSES}). Trainer(detect_anomaly=True) stops at the first "
-            "non-finite loss"), stacklevel=2)
+            "non-finite loss"), stacklevel=3)
 
     def _agree(self, loss: torch.Tensor, epoch: int, step: int, batch_idx: int) -> None:
         bad = (~torch.isfinite(loss)).to(torch.float32)

@@ -8,6 +8,7 @@ saved and restored, so how often you validate never changes how training draws r
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import math
 import time
@@ -19,6 +20,7 @@ import torch
 
 from fulmen import compiling
 from fulmen.api.precision import Precision
+from fulmen.api.strategy import Strategy
 from fulmen.errors import ConfigurationError
 from fulmen.module import Module
 from fulmen.seed import rng_states, set_rng_states
@@ -303,8 +305,9 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
     optimizer: Any = trainer.optimizers[0] if automatic and trainer.optimizers else None
     accumulate = trainer.accumulate_grad_batches
     forward_only = automatic and trainer.skip_backward
-    step = compiling.time_first_call(profiled_step(hooks.profiler, strategy.step),
-                                     trainer.compile_options is not None)
+    training_step = compiling.time_first_call(
+        direct_step(strategy, hooks.profiler, "training_step"),
+        trainer.compile_options is not None, "training_step")
     has_start, has_end = hooks.has("on_train_batch_start"), hooks.has("on_train_batch_end")
     backward_hooks = any(hooks.has(h) for h in ("on_before_backward", "on_after_backward",
                                                "on_before_zero_grad")) or \
@@ -330,8 +333,41 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
     preemption = trainer.run_state.preemption
     preemption = preemption if preemption is not None and preemption.active else None
     output: Any = None
+    batch: Any = None
     batch_idx = start - 1
+    first = True
     exhausted = False
+    backward = direct_backward(strategy)
+    optimizer_step = direct_optimizer_step(strategy)
+
+    def closure() -> Any:
+        """This batch's training_step, zero_grad and backward (what ``optimizer.step`` calls)."""
+        nonlocal output, ran, losses
+        ran = True
+        results.hook = "training_step"
+        output = training_step(batch, batch_idx)
+        # the usual return, a scalar with a graph, needs no more checking
+        loss = output if type(output) is torch.Tensor and output.grad_fn is not None and \
+            output.numel() == 1 else _loss_of(output)
+        if first:
+            if backward_hooks:
+                hooks("on_before_zero_grad", optimizer)
+            if own_zero:
+                module.optimizer_zero_grad(epoch, batch_idx, optimizer)
+            else:
+                optimizer.zero_grad(set_to_none=True)
+        if loss is None:  # skip: no backward, and the zeroed gradients move nothing
+            return None
+        losses += 1
+        watch.record(loss, epoch, trainer.global_step, batch_idx)
+        if accumulate > 1:
+            loss = loss / accumulate
+        if backward_hooks:
+            trainer.optimization.backward(loss)
+        else:
+            backward(loss)
+        return loss
+
     for batch_idx in range(start, int(n_batches)) if n_batches != math.inf else _count(start):
         try:
             batch = next(iterator)
@@ -349,43 +385,19 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
         if forward_only:  # e.g. SWA's batch-norm epoch: statistics only, nothing optimized
             results.hook = "training_step"
             with torch.no_grad():
-                output = step("training_step", batch, batch_idx)
+                output = training_step(batch, batch_idx)
         elif automatic:
-            first = batch_idx % accumulate == 0
-            last = (batch_idx + 1) % accumulate == 0 or batch_idx + 1 == n_batches
-
-            def closure(batch: Any = batch, batch_idx: int = batch_idx,
-                        first: bool = first) -> Any:
-                nonlocal output, ran, losses
-                ran = True
-                results.hook = "training_step"
-                output = step("training_step", batch, batch_idx)
-                loss = _loss_of(output)
-                if first:
-                    if backward_hooks:
-                        hooks("on_before_zero_grad", optimizer)
-                    if own_zero:
-                        module.optimizer_zero_grad(epoch, batch_idx, optimizer)
-                    else:
-                        optimizer.zero_grad(set_to_none=True)
-                if loss is None:  # skip: no backward, and the zeroed gradients move nothing
-                    return None
-                losses += 1
-                watch.record(loss, epoch, trainer.global_step, batch_idx)
-                if accumulate > 1:
-                    loss = loss / accumulate
-                if backward_hooks:
-                    trainer.optimization.backward(loss)
-                else:
-                    strategy.backward(loss)
-                return loss
-
+            if accumulate == 1:
+                first = last = True
+            else:
+                first = batch_idx % accumulate == 0
+                last = (batch_idx + 1) % accumulate == 0 or batch_idx + 1 == n_batches
             ran = False
             if last:
                 if own_step:
                     module.optimizer_step(epoch, batch_idx, user_optimizer, closure)
                 else:
-                    strategy.optimizer_step(optimizer, closure, after)
+                    optimizer_step(optimizer, closure, after)
                     trainer.global_step += 1
                 stepped = True
                 if not ran:
@@ -396,7 +408,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
         else:
             before = trainer.global_step
             results.hook = "training_step"
-            output = step("training_step", batch, batch_idx)
+            output = training_step(batch, batch_idx)
             stepped = trainer.global_step != before
             if (manual_loss := loss_of_output(output)) is not None:
                 watch.record(manual_loss, epoch, before, batch_idx)
@@ -785,6 +797,33 @@ def predict(trainer: Trainer, explicit: Any, return_predictions: bool = True) ->
     if not return_predictions:
         return None
     return all_outputs[0] if len(all_outputs) == 1 else all_outputs
+
+
+def direct_step(strategy: Strategy, profiler: Any, method: str) -> Callable[..., Any]:
+    """``module.<method>`` through ``strategy.step`` (timed when a profiler records), or the
+    module's bound method itself when neither the strategy's ``step`` nor its precision's
+    ``forward_context`` adds anything (no frame between the loop and the user's step)."""
+    if profiler is None and type(strategy).step is Strategy.step and \
+            type(strategy.precision).forward_context is Precision.forward_context:
+        assert strategy.module is not None, "setup_module() first"
+        return getattr(strategy.module, method)  # type: ignore[no-any-return]
+    return functools.partial(profiled_step(profiler, strategy.step), method)
+
+
+def direct_backward(strategy: Strategy) -> Callable[[torch.Tensor], None]:
+    """``strategy.backward``, or ``Tensor.backward`` when neither the strategy nor its
+    precision changes backward."""
+    if type(strategy).backward is Strategy.backward and \
+            type(strategy.precision).backward is Precision.backward:
+        return torch.Tensor.backward
+    return strategy.backward
+
+
+def direct_optimizer_step(strategy: Strategy) -> Callable[..., Any]:
+    """``strategy.optimizer_step``, or the precision's when the strategy adds nothing."""
+    if type(strategy).optimizer_step is Strategy.optimizer_step:
+        return strategy.precision.optimizer_step
+    return strategy.optimizer_step
 
 
 def profiled_step(profiler: Any, step: Any) -> Any:

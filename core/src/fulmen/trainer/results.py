@@ -113,11 +113,12 @@ class Results:
 
     # ------------------------------------------------------------------ self.log
 
-    def log(self, name: str, value: Any, *, prog_bar: bool, logger: bool, on_step: bool | None,
+    def log(self, name: str, value: Any, prog_bar: bool, logger: bool, on_step: bool | None,
             on_epoch: bool | None, reduce_fx: Any, sync_dist: bool, rank_zero_only: bool,
             batch_size: int | None, add_dataloader_idx: bool = True) -> None:
+        """``Module.log`` (its arguments, positionally: it runs every step)."""
         suffix = self.dataloader_suffix if add_dataloader_idx else ""
-        entry = self.entries.get((self.hook, name + suffix))
+        entry = self.entries.get((self.hook, name + suffix if suffix else name))
         if entry is None:
             if add_dataloader_idx and isinstance(name, str) and "/dataloader_idx_" in name:
                 raise ConfigurationError(
