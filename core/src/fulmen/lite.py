@@ -21,6 +21,7 @@ import torch
 from fulmen import arguments, compiling, quick_exit, storage
 from fulmen.api.async_checkpoint_io import AsyncCheckpointIO
 from fulmen.apply import apply_to_tensors
+from fulmen.direct import direct_backward
 from fulmen.errors import ConfigurationError, FulmenError
 from fulmen.kernel.connector import SelectionReport, select
 from fulmen.kernel.legacy import translate_flag
@@ -113,6 +114,7 @@ class Lite(SelectionReport):
         self._log_step = 0  # the step of a metric logged without one
         self._launched = False
         self._models_set_up = 0
+        self._backward: Callable[..., None] | None = None  # strategy.backward, or what it calls
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -287,6 +289,7 @@ class Lite(SelectionReport):
             strategy.module, strategy.model = module, strategy.wrap_module(module)
             forward = strategy.model
         self._models_set_up += 1
+        self._backward = direct_backward(strategy)
         if settings is not None:
             forward = torch.compile(forward, **settings)  # type: ignore[assignment]
         return LiteModule(forward, strategy.module or module, strategy)
@@ -352,14 +355,15 @@ class Lite(SelectionReport):
         """``loss.backward()`` through the strategy and precision (loss scaling)."""
         if model is not None:
             self._check_owner(model, "backward")
-        if self._models_set_up == 0:
+        backward = self._backward
+        if backward is None:
             raise FulmenError("lite.backward(loss): no model was set up. Call "
                               "model, optimizer = self.setup(model, optimizer) first and "
                               "compute the loss with the returned model")
         writer = self._writer(False)
         if writer is not None:
             writer.raise_failure()  # a background save that failed stops training here
-        self.strategy.backward(tensor, *args, **kwargs)
+        backward(tensor, *args, **kwargs)
 
     def autocast(self) -> contextlib.AbstractContextManager[None]:
         """The precision's autocast, for code outside the set-up model's forward."""

@@ -9,6 +9,7 @@ import torch
 
 from fulmen.api.precision import Precision
 from fulmen.api.strategy import Strategy
+from fulmen.direct import direct_optimizer_update
 
 
 class LiteModule(torch.nn.Module):
@@ -89,6 +90,7 @@ class LiteOptimizer:
         self.__class__ = _optimizer_class(type(optimizer))
         self._optimizer = optimizer
         self._strategy = strategy
+        self._update = direct_optimizer_update(strategy, optimizer)
 
     @property
     def optimizer(self) -> torch.optim.Optimizer:
@@ -128,6 +130,9 @@ class LiteOptimizer:
         self._optimizer.zero_grad(*args, **kwargs)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """The update through the strategy and precision (which may scale, skip or run it)."""
+        if closure is None:
+            return self._update()
         return self._strategy.optimizer_step(self._optimizer, closure)
 
 
@@ -162,10 +167,8 @@ class LiteDataLoader:
             set_epoch(self._epoch)
         self._epoch += 1
         if not self._move:
-            yield from self._dataloader
-            return
-        for batch in self._dataloader:
-            yield self._strategy.batch_to_device(batch)
+            return iter(self._dataloader)  # the loader's own iterator: nothing per batch
+        return map(self._strategy.batch_to_device, self._dataloader)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._dataloader, name)

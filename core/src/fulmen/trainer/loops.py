@@ -20,7 +20,7 @@ import torch
 
 from fulmen import compiling
 from fulmen.api.precision import Precision
-from fulmen.api.strategy import Strategy
+from fulmen.direct import direct_backward, direct_optimizer_step, direct_step
 from fulmen.errors import ConfigurationError
 from fulmen.module import Module
 from fulmen.seed import rng_states, set_rng_states
@@ -305,9 +305,12 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
     optimizer: Any = trainer.optimizers[0] if automatic and trainer.optimizers else None
     accumulate = trainer.accumulate_grad_batches
     forward_only = automatic and trainer.skip_backward
-    training_step = compiling.time_first_call(
-        direct_step(strategy, hooks.profiler, "training_step"),
-        trainer.compile_options is not None, "training_step")
+    training_step = (direct_step(strategy, "training_step") if hooks.profiler is None
+                     else None) or functools.partial(profiled_step(hooks.profiler,
+                                                                   strategy.step),
+                                                     "training_step")
+    training_step = compiling.time_first_call(training_step, trainer.compile_options is not None,
+                                              "training_step")
     has_start, has_end = hooks.has("on_train_batch_start"), hooks.has("on_train_batch_end")
     backward_hooks = any(hooks.has(h) for h in ("on_before_backward", "on_after_backward",
                                                "on_before_zero_grad")) or \
@@ -797,33 +800,6 @@ def predict(trainer: Trainer, explicit: Any, return_predictions: bool = True) ->
     if not return_predictions:
         return None
     return all_outputs[0] if len(all_outputs) == 1 else all_outputs
-
-
-def direct_step(strategy: Strategy, profiler: Any, method: str) -> Callable[..., Any]:
-    """``module.<method>`` through ``strategy.step`` (timed when a profiler records), or the
-    module's bound method itself when neither the strategy's ``step`` nor its precision's
-    ``forward_context`` adds anything (no frame between the loop and the user's step)."""
-    if profiler is None and type(strategy).step is Strategy.step and \
-            type(strategy.precision).forward_context is Precision.forward_context:
-        assert strategy.module is not None, "setup_module() first"
-        return getattr(strategy.module, method)  # type: ignore[no-any-return]
-    return functools.partial(profiled_step(profiler, strategy.step), method)
-
-
-def direct_backward(strategy: Strategy) -> Callable[[torch.Tensor], None]:
-    """``strategy.backward``, or ``Tensor.backward`` when neither the strategy nor its
-    precision changes backward."""
-    if type(strategy).backward is Strategy.backward and \
-            type(strategy.precision).backward is Precision.backward:
-        return torch.Tensor.backward
-    return strategy.backward
-
-
-def direct_optimizer_step(strategy: Strategy) -> Callable[..., Any]:
-    """``strategy.optimizer_step``, or the precision's when the strategy adds nothing."""
-    if type(strategy).optimizer_step is Strategy.optimizer_step:
-        return strategy.precision.optimizer_step
-    return strategy.optimizer_step
 
 
 def profiled_step(profiler: Any, step: Any) -> Any:
