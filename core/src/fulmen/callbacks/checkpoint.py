@@ -147,19 +147,18 @@ class ModelCheckpoint(Callback):
             trainer.strategy.checkpoint_io = installed.checkpoint_io
             installed.teardown()
 
-    def on_train_batch_start(self, trainer: Any, module: Any, batch: Any,
-                             batch_idx: int) -> None:
-        if self._async_io is not None:
-            self._async_io.raise_failure()  # a background save that failed stops training
-
     def on_train_start(self, trainer: Any, module: Any) -> None:
         self._last_time_checked = time.monotonic()
         self._validation_ran = False
 
     def on_train_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
-        skip_state = self._should_skip_saving_checkpoint(trainer)
+        if self._async_io is not None:
+            self._async_io.raise_failure()  # a background save that failed stops training
         n = self._every_n_train_steps
+        if n < 1 and self._train_time_interval is None:
+            return  # saves at epoch or validation end only: nothing to do per batch
+        skip_state = self._should_skip_saving_checkpoint(trainer)
         skip_batch = n < 1 or trainer.global_step % n != 0
         skip_time, now = True, time.monotonic()
         if self._train_time_interval is not None:

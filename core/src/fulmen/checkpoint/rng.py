@@ -39,12 +39,14 @@ MANIFEST_KEY = "rng_ranks"
 log = logging.getLogger("fulmen")
 
 
-def own(loop_state: dict[str, Any] | None = None) -> dict[str, Any]:
-    """This process's entry: its random states now and, when the fit loop is inside an epoch,
-    the state that epoch started from."""
+def own(loop_state: dict[str, Any] | None = None,
+        states: dict[str, Any] | None = None) -> dict[str, Any]:
+    """This process's entry: its random states now (``states`` when the caller has just taken
+    them: one object, written once) and, when the fit loop is inside an epoch, the state that
+    epoch started from."""
     from fulmen.seed import rng_states
 
-    entry: dict[str, Any] = {"rng_states": rng_states()}
+    entry: dict[str, Any] = {"rng_states": rng_states() if states is None else states}
     if loop_state and loop_state.get("epoch_rng") is not None:
         entry["epoch_rng"] = loop_state["epoch_rng"]
     return entry
@@ -86,7 +88,7 @@ def record(checkpoint: dict[str, Any], strategy: Strategy,
     Every rank calls this, at save time."""
     from fulmen.checkpoint import manifest
 
-    states = gather(strategy, own(loop_state))
+    states = gather(strategy, own(loop_state, checkpoint.get("rng_states")))
     checkpoint[KEY] = states
     facts = checkpoint.get(manifest.KEY)
     if isinstance(facts, dict):

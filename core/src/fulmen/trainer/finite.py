@@ -48,7 +48,7 @@ class NonFiniteWatch:
             return
         elif self.defer:
             self.pending.append((loss.detach(), epoch, step, batch_idx))
-        elif not math.isfinite(loss.detach().item()):
+        elif not math.isfinite(_value(loss)):
             self._warn(loss, epoch, step, batch_idx)
 
     def check(self) -> None:
@@ -99,3 +99,11 @@ def loss_of_output(output: Any) -> torch.Tensor | None:
     if isinstance(loss, torch.Tensor) and loss.numel() == 1:
         return loss
     return None
+
+
+def _value(loss: torch.Tensor) -> float:
+    """A one-element tensor's value (``tolist``: no autograd dispatch, no detached view)."""
+    value: Any = loss.tolist()
+    while type(value) is list:
+        value = value[0]
+    return float(value)
