@@ -4,6 +4,7 @@ collectives, distributed samplers and rank-zero checkpoint writing."""
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from fulmen import ConfigurationError, Launcher, Strategy
 from fulmen_strategies import collectives, rendezvous, samplers
 
 _OPS = {"sum": "SUM", "max": "MAX", "min": "MIN", "mean": "SUM"}
+log = logging.getLogger("fulmen")
 
 
 class ParallelStrategy(Strategy):
@@ -182,9 +184,12 @@ def _destroy_group() -> None:
     """At exit: the group lives across stages (fit, then test, then save_checkpoint).
 
     gloo aborts the process when torn down while a peer still talks, so healthy ranks first
-    meet at a barrier (bounded: 30 s). After an error (in a run, or uncaught at exit) there is
-    no barrier: a peer may be blocked in a collective this rank will never join, and the group
-    dies with the process."""
+    meet at a barrier (bounded: 30 s), then destroy the group — whether or not the barrier
+    held: a group left for the interpreter's finalization aborts the process there ("terminate
+    called without an active exception", its worker threads taking the GIL of a finished
+    interpreter), failing a run whose work was done. After an error (in a run, or uncaught at
+    exit) there is no barrier: a peer may be blocked in a collective this rank will never join,
+    and the group dies with the process."""
     if not dist.is_initialized():
         return
     if _failed["run"] or getattr(sys, "last_value", None) is not None:
@@ -192,6 +197,9 @@ def _destroy_group() -> None:
     try:
         if dist.get_backend() == "gloo":
             dist.monitored_barrier(timeout=timedelta(seconds=30))
+    except Exception as exc:  # a peer is gone or late; the group goes all the same
+        log.debug("fulmen: the exit barrier failed (%s); destroying the process group", exc)
+    try:
         dist.destroy_process_group()
-    except Exception:  # a peer is gone; the process is ending anyway
+    except Exception:  # the process is ending anyway
         pass
