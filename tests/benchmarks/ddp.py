@@ -13,7 +13,10 @@ per-repeat ratios: runs made side by side), with the issue's goals. Then the sec
 command's start to each phase on every rank (see ddp_worker.py), which is where to look when a
 ratio moves.
 
-    .venv/bin/python tests/benchmarks/ddp.py [REPEATS]
+    .venv/bin/python tests/benchmarks/ddp.py [REPEATS] [COMMAND...]
+
+``COMMAND``: only torchrun and the commands whose names start so (``lite``, ``ddp``...), for
+paired comparisons with more repeats.
 """
 
 from __future__ import annotations
@@ -107,6 +110,10 @@ def main() -> None:
     if importlib.util.find_spec("lightning") is not None:
         commands["Lightning ddp"] = [py, WORKER, "lightning"]
         commands["Fabric ddp"] = [py, WORKER, "fabric"]
+    only = sys.argv[2:]  # e.g. `ddp.py 10 lite`: torchrun and the commands named (paired A/B)
+    if only:
+        commands = {n: c for n, c in commands.items()
+                    if n == "torchrun" or any(n.startswith(o) for o in only)}
     results: dict[str, list[dict[str, Any]]] = {name: [] for name in commands}
     aborted: list[str] = []
     for _ in range(repeats):
@@ -138,6 +145,11 @@ def main() -> None:
     print("  goals: samples/s " + ", ".join(f"{n} >= {g}x" for n, g in RATE_GOAL.items())
           + "; whole command " + ", ".join(f"{n} <= {g}x" for n, g in WALL_GOAL.items())
           + f"; peak RSS <= torchrun's + {RSS_GOAL_MB} MB")
+    print("\nsamples/s per repeat, as a ratio to that repeat's torchrun run:")
+    for name in commands:
+        print(f"  {name:<14} " + " ".join(
+            f"{r['samples_per_s'] / b['samples_per_s']:5.2f}"
+            for r, b in zip(results[name], results["torchrun"], strict=True)))
     print("\nseconds from the command's start to each phase (medians; 'main' starts the ranks "
           "under ddp_spawn):")
     print(f"  {'':<14} {'rank':<5}" + "".join(f"{p[:11]:>12}" for p in PHASES))

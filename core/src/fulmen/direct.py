@@ -42,11 +42,8 @@ def direct_optimizer_step(strategy: Strategy) -> Callable[..., Any]:
     return strategy.optimizer_step
 
 
-def direct_optimizer_update(strategy: Strategy, optimizer: Any) -> Callable[..., Any]:
-    """What ``step(closure=None)`` of a set-up optimizer calls: ``optimizer.step`` itself when
-    neither the strategy nor its precision changes ``optimizer_step``, else the strategy's
-    ``optimizer_step`` for ``optimizer``."""
-    if type(strategy).optimizer_step is Strategy.optimizer_step and \
-            type(strategy.precision).optimizer_step is Precision.optimizer_step:
-        return optimizer.step
-    return lambda closure=None: strategy.optimizer_step(optimizer, closure)
+def plain_optimizer_step(strategy: Strategy) -> bool:
+    """Whether ``strategy.optimizer_step(optimizer)`` without a closure only calls
+    ``optimizer.step()`` (neither the strategy nor its precision changes it)."""
+    return type(strategy).optimizer_step is Strategy.optimizer_step and \
+        type(strategy.precision).optimizer_step is Precision.optimizer_step

@@ -9,7 +9,7 @@ import torch
 
 from fulmen.api.precision import Precision
 from fulmen.api.strategy import Strategy
-from fulmen.direct import direct_optimizer_update
+from fulmen.direct import plain_optimizer_step
 
 
 class LiteModule(torch.nn.Module):
@@ -90,7 +90,7 @@ class LiteOptimizer:
         self.__class__ = _optimizer_class(type(optimizer))
         self._optimizer = optimizer
         self._strategy = strategy
-        self._update = direct_optimizer_update(strategy, optimizer)
+        self._plain_step = plain_optimizer_step(strategy)
 
     @property
     def optimizer(self) -> torch.optim.Optimizer:
@@ -131,8 +131,8 @@ class LiteOptimizer:
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """The update through the strategy and precision (which may scale, skip or run it)."""
-        if closure is None:
-            return self._update()
+        if closure is None and self._plain_step:
+            return self._optimizer.step()  # what the strategy would call, one frame less
         return self._strategy.optimizer_step(self._optimizer, closure)
 
 

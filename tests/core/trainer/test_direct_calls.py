@@ -1,0 +1,122 @@
+"""The per-batch path passes over a base class's step, backward and optimizer_step only when
+nothing overrides them: an override in a strategy or precision is called on every batch, by
+the Trainer and by Lite."""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+import fulmen
+from fulmen.direct import direct_backward, direct_optimizer_step, direct_step, plain_optimizer_step
+from fulmen_precision import Precision32
+from fulmen_strategies import SingleDeviceStrategy
+
+BATCHES = 6
+
+
+class CountingStrategy(SingleDeviceStrategy):
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: Counter[str] = Counter()
+
+    def step(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        self.counts[method] += 1
+        return super().step(method, *args, **kwargs)
+
+    def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        self.counts["backward"] += 1
+        super().backward(loss, *args, **kwargs)
+
+    def optimizer_step(self, optimizer: Any, closure: Any = None, after_closure: Any = None
+                       ) -> Any:
+        self.counts["optimizer_step"] += 1
+        return super().optimizer_step(optimizer, closure, after_closure)
+
+
+class CountingPrecision(Precision32):
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: Counter[str] = Counter()
+
+    @contextlib.contextmanager
+    def forward_context(self) -> Iterator[None]:
+        self.counts["forward_context"] += 1
+        yield
+
+    def backward(self, tensor: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        self.counts["backward"] += 1
+        super().backward(tensor, *args, **kwargs)
+
+    def optimizer_step(self, optimizer: Any, closure: Any = None, after_closure: Any = None
+                       ) -> Any:
+        self.counts["optimizer_step"] += 1
+        return super().optimizer_step(optimizer, closure, after_closure)
+
+
+class Net(fulmen.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        return self.layer(batch[0]).pow(2).mean()
+
+    def configure_optimizers(self) -> Any:
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+def _fit(strategy: Any, plugins: list[Any]) -> None:
+    trainer = fulmen.Trainer(accelerator="cpu", strategy=strategy, plugins=plugins,
+                             max_epochs=1, logger=False, enable_progress_bar=False,
+                             enable_checkpointing=False, enable_model_summary=False)
+    trainer.fit(Net(), DataLoader(TensorDataset(torch.randn(4 * BATCHES, 4)), batch_size=4))
+
+
+def test_a_strategy_that_overrides_step_backward_and_optimizer_step_runs_them_every_batch():
+    strategy = CountingStrategy()
+    _fit(strategy, [])
+    assert strategy.counts == {"training_step": BATCHES, "backward": BATCHES,
+                               "optimizer_step": BATCHES}
+
+
+def test_a_precision_that_overrides_them_runs_them_every_batch():
+    precision = CountingPrecision()
+    _fit("single_device", [precision])
+    assert precision.counts == {"forward_context": BATCHES, "backward": BATCHES,
+                                "optimizer_step": BATCHES}
+
+
+def test_lite_runs_the_overrides_too():
+    strategy, precision = CountingStrategy(), CountingPrecision()
+    lite = fulmen.Lite(accelerator="cpu", strategy=strategy, plugins=[precision])
+    model = torch.nn.Linear(4, 1)
+    model, optimizer = lite.setup(model, torch.optim.SGD(model.parameters(), lr=0.1))
+    for _ in range(3):
+        optimizer.zero_grad()
+        lite.backward(model(torch.randn(2, 4)).sum())
+        optimizer.step()
+    assert strategy.counts == {"backward": 3, "optimizer_step": 3}
+    assert precision.counts["backward"] == 3 and precision.counts["optimizer_step"] == 3
+
+
+def test_the_bypass_is_taken_only_for_the_base_behaviour():
+    plain = SingleDeviceStrategy()
+    plain.precision = Precision32()
+    plain.module = Net()
+    assert direct_step(plain, "training_step") == plain.module.training_step
+    assert direct_backward(plain) is torch.Tensor.backward
+    assert direct_optimizer_step(plain) == plain.precision.optimizer_step
+    assert plain_optimizer_step(plain)
+    counting = CountingStrategy()
+    counting.precision = CountingPrecision()
+    counting.module = Net()
+    assert direct_step(counting, "training_step") is None
+    assert direct_backward(counting) == counting.backward
+    assert direct_optimizer_step(counting) == counting.optimizer_step
+    assert not plain_optimizer_step(counting)
