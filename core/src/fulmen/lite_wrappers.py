@@ -26,8 +26,9 @@ class LiteModule(torch.nn.Module):
         precision = strategy.precision
         plain = all(getattr(type(precision), name) is getattr(Precision, name)
                     for name in ("convert_input", "convert_output", "forward_context"))
-        # Hot path: a plain attribute (no nn.Module lookup) and no precision calls when the
-        # precision does nothing to inputs, outputs or the forward context.
+        # Hot path: a plain attribute (no nn.Module lookup), no precision calls when the
+        # precision does nothing to inputs, outputs or the forward context, and no call
+        # machinery of this wrapper's own until a hook is registered on it.
         object.__setattr__(self, "_call", forward_module if plain else None)
 
     @property
@@ -45,6 +46,43 @@ class LiteModule(torch.nn.Module):
         for tensor in self._original_module.parameters():
             return tensor.device
         return self._strategy.root_device
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The wrapped module's call, without this wrapper's own ``nn.Module`` call machinery
+        while nothing is registered on the wrapper (hooks, ``compile``): those go through it."""
+        call = self.__dict__["_call"]
+        if call is not None:
+            return call(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+    def _full_call(self) -> None:
+        """Something was registered on the wrapper itself: every call goes through
+        ``nn.Module.__call__`` (and the precision's context) from now on."""
+        object.__setattr__(self, "_call", None)
+
+    def register_forward_pre_hook(self, *args: Any, **kwargs: Any) -> Any:
+        self._full_call()
+        return super().register_forward_pre_hook(*args, **kwargs)
+
+    def register_forward_hook(self, *args: Any, **kwargs: Any) -> Any:
+        self._full_call()
+        return super().register_forward_hook(*args, **kwargs)
+
+    def register_full_backward_pre_hook(self, *args: Any, **kwargs: Any) -> Any:
+        self._full_call()
+        return super().register_full_backward_pre_hook(*args, **kwargs)
+
+    def register_full_backward_hook(self, *args: Any, **kwargs: Any) -> Any:
+        self._full_call()
+        return super().register_full_backward_hook(*args, **kwargs)
+
+    def register_backward_hook(self, *args: Any, **kwargs: Any) -> Any:
+        self._full_call()
+        return super().register_backward_hook(*args, **kwargs)
+
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        self._full_call()
+        super().compile(*args, **kwargs)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         call = self.__dict__["_call"]
