@@ -129,6 +129,7 @@ class LiteOptimizer:
         self._optimizer = optimizer
         self._strategy = strategy
         self._plain_step = plain_optimizer_step(strategy)
+        self.__dict__["zero_grad"] = optimizer.zero_grad  # the optimizer's own, called directly
 
     @property
     def optimizer(self) -> torch.optim.Optimizer:
