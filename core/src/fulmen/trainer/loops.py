@@ -305,12 +305,11 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
     optimizer: Any = trainer.optimizers[0] if automatic and trainer.optimizers else None
     accumulate = trainer.accumulate_grad_batches
     forward_only = automatic and trainer.skip_backward
-    training_step = (direct_step(strategy, "training_step") if hooks.profiler is None
-                     else None) or functools.partial(profiled_step(hooks.profiler,
-                                                                   strategy.step),
-                                                     "training_step")
-    training_step = compiling.time_first_call(training_step, trainer.compile_options is not None,
-                                              "training_step")
+    # the module's own training_step when the strategy and precision add nothing around it
+    direct = direct_step(strategy, "training_step") if hooks.profiler is None else None
+    training_step = compiling.time_first_call(
+        direct or functools.partial(profiled_step(hooks.profiler, strategy.step), "training_step"),
+        trainer.compile_options is not None, "training_step")
     has_start, has_end = hooks.has("on_train_batch_start"), hooks.has("on_train_batch_end")
     backward_hooks = any(hooks.has(h) for h in ("on_before_backward", "on_after_backward",
                                                "on_before_zero_grad")) or \
