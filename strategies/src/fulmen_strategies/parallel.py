@@ -16,6 +16,7 @@ import torch.distributed as dist
 
 from fulmen import ConfigurationError, Launcher, Strategy
 from fulmen_strategies import collectives, rendezvous, samplers
+from fulmen_strategies.launchers.script import mark_finish_at_exit
 
 _OPS = {"sum": "SUM", "max": "MAX", "min": "MIN", "mean": "SUM"}
 log = logging.getLogger("fulmen")
@@ -95,6 +96,7 @@ class ParallelStrategy(Strategy):
                 world_size=self.world_size, attempt=env.restart_count(),
                 rendezvous_timeout=self.rendezvous_timeout, timeout=self.timeout,
                 owner=self.name)
+            mark_finish_at_exit()  # a ddp child: its exit handler runs after _destroy_group's
             dist.init_process_group(self.backend, store=store, rank=self.global_rank,
                                     world_size=self.world_size, timeout=self.timeout)
             atexit.register(_destroy_group)

@@ -7,6 +7,7 @@ Writes ``<out>/rank<R>.json`` from every process (what it saw and its final weig
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import sys
@@ -29,6 +30,7 @@ class Model(fulmen.Module):
         self.net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(),
                                        torch.nn.Linear(16, 2))
         self.crash_rank, self.log_rank, self.diverge = crash_rank, log_rank, diverge
+        self.abort_rank = -1
         self.seen: list[int] = []
         self.out: Path | None = None  # where on_train_batch_end marks that training runs
         self.val_seen: list[int] = []
@@ -43,6 +45,8 @@ class Model(fulmen.Module):
         self.seen.extend(int(i) for i in idx)
         if self.global_rank == self.crash_rank and self.global_step == 2:
             raise RuntimeError(f"rank {self.global_rank} crashes on purpose")
+        if self.global_rank == self.abort_rank and self.global_step == 2:
+            os.abort()
         if self.diverge and self.global_rank == 1:
             self.trainer.strategy.broadcast("only rank 1 calls this")
         loss = F.cross_entropy(self(x), y)
@@ -91,7 +95,13 @@ def main() -> None:
     parser.add_argument("--diverge", action="store_true")
     parser.add_argument("--lambda", dest="lam", action="store_true")
     parser.add_argument("--test", action="store_true")
+    parser.add_argument("--abort-at-exit", type=int, default=-1,
+                        help="this rank aborts (SIGABRT) after its script has finished")
+    parser.add_argument("--abort-in-step", type=int, default=-1,
+                        help="this rank aborts (SIGABRT) at its third step")
     args = parser.parse_args()
+    if os.environ.get("RANK") == str(args.abort_at_exit):  # registered first: runs last
+        atexit.register(os.abort)
 
     out = Path(args.out)
     devices: Any = int(args.devices) if args.devices.isdigit() else args.devices
@@ -103,6 +113,7 @@ def main() -> None:
         use_distributed_sampler=not args.no_sampler)
     model = Model(args.crash_rank, args.log_rank, args.diverge, args.lam)
     model.out = out
+    model.abort_rank = args.abort_in_step
     data = DataLoader(Indexed(args.samples), batch_size=args.batch)
     val = DataLoader(Indexed(args.samples // 2), batch_size=args.batch)
     trainer.fit(model, data, val)
