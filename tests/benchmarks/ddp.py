@@ -150,6 +150,16 @@ def main() -> None:
         print(f"  {name:<14} " + " ".join(
             f"{r['samples_per_s'] / b['samples_per_s']:5.2f}"
             for r, b in zip(results[name], results["torchrun"], strict=True)))
+    print("\nCPU time per timed step on each rank, µs (medians): the whole process / its main "
+          "thread; the same work costs the same here whatever the machine's load")
+    for name in commands:
+        for rank in sorted({r for result in results[name] for r in result["ranks"]}):
+            rows = [result["ranks"][rank] for result in results[name]
+                    if "cpu_us" in result["ranks"].get(rank, {})]
+            if rows:
+                print(f"  {name:<14} {rank:<5} {statistics.median(r['cpu_us'] for r in rows):8.0f}"
+                      f" / {statistics.median(r['main_us'] for r in rows):6.0f}   torch threads "
+                      f"{rows[0].get('threads')}, OS threads {rows[0].get('os_threads')}")
     print("\nseconds from the command's start to each phase (medians; 'main' starts the ranks "
           "under ddp_spawn):")
     print(f"  {'':<14} {'rank':<5}" + "".join(f"{p[:11]:>12}" for p in PHASES))
