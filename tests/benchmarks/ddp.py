@@ -150,16 +150,26 @@ def main() -> None:
         print(f"  {name:<14} " + " ".join(
             f"{r['samples_per_s'] / b['samples_per_s']:5.2f}"
             for r, b in zip(results[name], results["torchrun"], strict=True)))
-    print("\nCPU time per timed step on each rank, µs (medians): the whole process / its main "
-          "thread; the same work costs the same here whatever the machine's load")
+    print("\nCPU time per timed step on each rank, µs (medians): the main thread (the training "
+          "loop), then every thread by name (gloo's I/O loop waits by polling, so its share "
+          "follows the timing, not the work)")
     for name in commands:
         for rank in sorted({r for result in results[name] for r in result["ranks"]}):
             rows = [result["ranks"][rank] for result in results[name]
-                    if "cpu_us" in result["ranks"].get(rank, {})]
-            if rows:
-                print(f"  {name:<14} {rank:<5} {statistics.median(r['cpu_us'] for r in rows):8.0f}"
-                      f" / {statistics.median(r['main_us'] for r in rows):6.0f}   torch threads "
-                      f"{rows[0].get('threads')}, OS threads {rows[0].get('os_threads')}")
+                    if "task_us" in result["ranks"].get(rank, {})]
+            if not rows:
+                continue
+            by_name: dict[str, list[float]] = {}
+            for row in rows:
+                totals: dict[str, float] = {}
+                for task, us in row["task_us"].items():
+                    totals[task.rsplit(":", 1)[0]] = totals.get(task.rsplit(":", 1)[0], 0) + us
+                for task, us in totals.items():
+                    by_name.setdefault(task, []).append(us)
+            threads = ", ".join(f"{task} {statistics.median(v):.0f}" for task, v in sorted(
+                by_name.items(), key=lambda kv: -statistics.median(kv[1])) if max(v) >= 1)
+            main = statistics.median(r["main_us"] for r in rows)
+            print(f"  {name:<14} {rank:<5} main {main:5.0f}   {threads}")
     print("\nseconds from the command's start to each phase (medians; 'main' starts the ranks "
           "under ddp_spawn):")
     print(f"  {'':<14} {'rank':<5}" + "".join(f"{p[:11]:>12}" for p in PHASES))

@@ -9,8 +9,8 @@ thread counts to the framework (torchrun sets one thread per process).
 Each process appends one JSON line to ``$FULMEN_BENCH_OUT`` at exit: its rank (``main`` for a
 process that started ranks without training, as under ``ddp_spawn``), seconds since the command
 started (``FULMEN_BENCH_T0``) at each mark it passed, samples/s over the steps after ``WARMUP``
-(all ranks together), the CPU time per step over those steps (the process's, and its main
-thread's), and its peak resident memory in MB. Marks: ``interpreter`` (this file
+(all ranks together), the CPU time per step over those steps (the main thread's, and every
+thread's by name), and its peak resident memory in MB. Marks: ``interpreter`` (this file
 starts running), ``imports`` (torch, the framework and scikit-learn imported), ``composed``
 (Trainer/Lite/Fabric built), ``launched`` (fit/launch called), ``group`` (process group joined
 and the model wrapped), ``first_batch``, ``first_step`` (first optimizer step done),
@@ -66,13 +66,28 @@ def _write() -> None:
                               **GC}) + "\n")
 
 
+def _task_ticks() -> dict[str, int]:
+    """CPU ticks (user + system) of each thread of this process, by ``name:id`` (Linux)."""
+    out: dict[str, int] = {}
+    if not os.path.isdir("/proc/self/task"):
+        return out
+    for tid in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{tid}/stat") as f:
+            fields = f.read().rsplit(")", 1)
+        name = fields[0].split("(", 1)[1] + ":" + tid
+        rest = fields[1].split()
+        out[name] = int(rest[11]) + int(rest[12])
+    return out
+
+
 class Clock:
     """Marks the first and last step; samples/s of all ranks between WARMUP and STEPS."""
 
     def __init__(self) -> None:
         self.step = 0
         self.start = 0.0
-        self.cpu = (0.0, 0.0)
+        self.cpu = 0.0
+        self.tasks: dict[str, int] = {}
 
     def tick(self, world: int) -> bool:
         """Count one optimizer step; True after the last."""
@@ -80,18 +95,18 @@ class Clock:
         mark("first_step")
         if self.step == WARMUP:
             GC["gc"] = [g["collections"] for g in gc.get_stats()]
-            self.cpu = (time.process_time(), time.thread_time())
-            RATE["threads"] = torch.get_num_threads()
-            RATE["os_threads"] = len(os.listdir("/proc/self/task")) if os.path.isdir(
-                "/proc/self/task") else 0
+            self.cpu = time.thread_time()
+            self.tasks = _task_ticks()
             self.start = time.perf_counter()
         if self.step == STEPS:
             GC["gc"] = [g["collections"] - n for g, n in zip(gc.get_stats(), GC["gc"])]
             RATE["samples_per_s"] = (STEPS - WARMUP) * BATCH * world / (
                 time.perf_counter() - self.start)
-            # CPU time per step: the whole process (gloo's threads included), the main thread
-            RATE["cpu_us"] = (time.process_time() - self.cpu[0]) / (STEPS - WARMUP) * 1e6
-            RATE["main_us"] = (time.thread_time() - self.cpu[1]) / (STEPS - WARMUP) * 1e6
+            # CPU time per step: the main thread, and every thread (name:id) from /proc
+            RATE["main_us"] = (time.thread_time() - self.cpu) / (STEPS - WARMUP) * 1e6
+            now = _task_ticks()
+            RATE["task_us"] = {k: (v - self.tasks.get(k, 0)) * 1e6 / os.sysconf("SC_CLK_TCK")
+                               / (STEPS - WARMUP) for k, v in now.items()}
             mark("last_step")
         return self.step >= STEPS
 
