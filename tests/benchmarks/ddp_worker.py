@@ -29,7 +29,7 @@ import time
 from typing import Any
 
 MARKS: dict[str, float] = {}
-RATE: dict[str, float] = {}
+RATE: dict[str, Any] = {}  # samples/s and CPU times of the timed steps
 GC: dict[str, list[int]] = {}  # garbage collections per generation during the timed steps
 STEPS, WARMUP, BATCH = 1000, 50, 32
 
