@@ -151,7 +151,7 @@ def plain() -> None:
     mark("group")
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     data = digits()
-    sampler = DistributedSampler(data, shuffle=True)
+    sampler: DistributedSampler[Any] = DistributedSampler(data, shuffle=True)
     loader = DataLoader(data, batch_size=BATCH, sampler=sampler)
     loop(model, optimizer, loader, lambda loss: loss.backward(), dist.get_world_size(),
          sampler.set_epoch)
