@@ -47,3 +47,11 @@ def plain_optimizer_step(strategy: Strategy) -> bool:
     ``optimizer.step()`` (neither the strategy nor its precision changes it)."""
     return type(strategy).optimizer_step is Strategy.optimizer_step and \
         type(strategy.precision).optimizer_step is Precision.optimizer_step
+
+
+def plain_forward(strategy: Strategy) -> bool:
+    """Whether the precision does nothing to a forward's inputs, outputs or context (its
+    ``convert_input``, ``convert_output`` and ``forward_context`` are the base class's)."""
+    precision = type(strategy.precision)
+    return all(getattr(precision, name) is getattr(Precision, name)
+               for name in ("convert_input", "convert_output", "forward_context"))

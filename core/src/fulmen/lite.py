@@ -113,7 +113,6 @@ class Lite(SelectionReport):
         self._loggers = _as_list(loggers, "loggers")
         self._log_step = 0  # the step of a metric logged without one
         self._launched = False
-        self._models_set_up = 0
         self._backward: Callable[..., None] | None = None  # strategy.backward, or what it calls
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -288,7 +287,6 @@ class Lite(SelectionReport):
             module = strategy.precision.convert_module(module)
             strategy.module, strategy.model = module, strategy.wrap_module(module)
             forward = strategy.model
-        self._models_set_up += 1
         self._backward = direct_backward(strategy)
         if settings is not None:
             forward = torch.compile(forward, **settings)  # type: ignore[assignment]

@@ -7,9 +7,8 @@ from typing import Any
 
 import torch
 
-from fulmen.api.precision import Precision
 from fulmen.api.strategy import Strategy
-from fulmen.direct import plain_optimizer_step
+from fulmen.direct import plain_forward, plain_optimizer_step
 
 
 class LiteModule(torch.nn.Module):
@@ -23,13 +22,11 @@ class LiteModule(torch.nn.Module):
         self._forward_module = forward_module
         self._original_module = original
         self._strategy = strategy
-        precision = strategy.precision
-        plain = all(getattr(type(precision), name) is getattr(Precision, name)
-                    for name in ("convert_input", "convert_output", "forward_context"))
         # Hot path: a plain attribute (no nn.Module lookup), no precision calls when the
         # precision does nothing to inputs, outputs or the forward context, and no call
         # machinery of this wrapper's own until a hook is registered on it.
-        object.__setattr__(self, "_call", forward_module if plain else None)
+        object.__setattr__(self, "_call",
+                           forward_module if plain_forward(strategy) else None)
 
     @property
     def module(self) -> torch.nn.Module:
