@@ -57,6 +57,53 @@ def test_tensorboard_logger_writes_event_files_tensorboard_reads(tmp_path):
     assert (run_dir / "hparams.yaml").exists()
 
 
+def test_tensorboard_metrics_are_written_without_a_writer_thread(tmp_path):
+    """Metrics and hyper-parameters are framed and written by the training process: a fit
+    with the TensorBoard logger runs no thread a fit without a logger does not."""
+    pytest.importorskip("tensorboard")
+    import threading
+
+    from fulmen.loggers import TensorBoardLogger
+
+    class Threads(fulmen.Callback):
+        def on_train_end(self, trainer, module):
+            self.count = threading.active_count()
+
+    counts = []
+    for logger in (False, TensorBoardLogger(tmp_path)):
+        probe = Threads()
+        trainer = fulmen.Trainer(**lean(max_epochs=1, logger=logger, default_root_dir=tmp_path,
+                                        log_every_n_steps=1, callbacks=[probe]))
+        trainer.fit(TinyModule(lr=0.05), loader(n=32))
+        counts.append(probe.count)
+    assert counts[0] == counts[1]
+
+
+def test_tensorboard_events_are_readable_after_save_and_beside_experiment(tmp_path):
+    """``save()`` flushes the metrics file (TensorBoard sees them while the run goes on); what
+    goes through ``experiment`` (a SummaryWriter) lands in the same run folder."""
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from fulmen.loggers import TensorBoardLogger
+
+    logger = TensorBoardLogger(tmp_path, version=0)
+    logger.log_hyperparams({"lr": 0.1})
+    logger.log_metrics({"loss": 0.5, "acc": 0.25}, step=3)
+    logger.save()
+    events = EventAccumulator(logger.log_dir)
+    events.Reload()
+    assert [(e.step, e.value) for e in events.Scalars("loss")] == [(3, 0.5)]
+    assert [e.value for e in events.Scalars("acc")] == [0.25]
+    assert "hparams/text_summary" in events.Tags()["tensors"]  # as add_text writes it
+    logger.experiment.add_scalar("extra", 2.0, 4)
+    logger.finalize("success")
+    events = EventAccumulator(logger.log_dir)
+    events.Reload()
+    assert [(e.step, e.value) for e in events.Scalars("extra")] == [(4, 2.0)]
+    assert len(list(Path(logger.log_dir).glob("events.out.tfevents.*"))) == 2
+
+
 def test_logger_true_picks_tensorboard_when_installed(tmp_path):
     pytest.importorskip("tensorboard")
     trainer = fulmen.Trainer(default_root_dir=tmp_path, enable_progress_bar=False)

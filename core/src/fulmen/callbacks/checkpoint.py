@@ -151,6 +151,14 @@ class ModelCheckpoint(Callback):
         self._last_time_checked = time.monotonic()
         self._validation_ran = False
 
+    def unused_hooks(self, trainer: Any, module: Any, stage: str) -> tuple[str, ...]:
+        """No per-batch hook when saving only at epoch or validation end, synchronously."""
+        if type(self).on_train_batch_end is ModelCheckpoint.on_train_batch_end and \
+                self._async_io is None and self._every_n_train_steps < 1 and \
+                self._train_time_interval is None:
+            return ("on_train_batch_end",)
+        return ()
+
     def on_train_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
         if self._async_io is not None:

@@ -141,6 +141,22 @@ class TQDMProgressBar(RefreshingBar):
         """Whether bars are drawn (else one line per epoch is printed)."""
         return self.is_enabled and bool(self._interactive)
 
+    _BATCH_HOOKS = ("on_train_batch_end", "on_validation_batch_start",
+                    "on_validation_batch_end", "on_test_batch_start", "on_test_batch_end",
+                    "on_predict_batch_start", "on_predict_batch_end")
+    _BAR_MAKERS = ("init_sanity_tqdm", "init_train_tqdm", "init_validation_tqdm",
+                   "init_test_tqdm", "init_predict_tqdm")
+
+    def unused_hooks(self, trainer: Any, module: Any, stage: str) -> tuple[str, ...]:
+        """No per-batch hook when no bar is drawn (not a terminal, another rank, or disabled),
+        unless a subclass makes its own bars or overrides a batch hook."""
+        own = type(self)
+        if self.draws_bars or any(getattr(own, n) is not getattr(TQDMProgressBar, n)
+                                  for n in self._BAR_MAKERS):
+            return ()
+        return tuple(n for n in self._BATCH_HOOKS
+                     if getattr(own, n) is getattr(TQDMProgressBar, n))
+
     def _new(self, desc: str, position: int, leave: bool, smoothing: float = 0.3) -> Any:
         return Tqdm(desc=desc, position=position, disable=not self.draws_bars, leave=leave,
                     dynamic_ncols=True, file=sys.stdout, smoothing=smoothing,

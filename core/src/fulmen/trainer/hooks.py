@@ -72,8 +72,7 @@ class HookTable:
         self.trainer = trainer
         self.profiler = profiler  # None: hooks are called unwrapped
         self.calls = 0  # hook calls so far: the hang doctor's progress counter
-        plain = [c for c in callbacks if not c.monitors]
-        monitors = [c for c in callbacks if c.monitors]
+        self.module, self.callbacks = module, list(callbacks)
         self.table: dict[str, tuple[tuple[bool, Callable[..., Any]], ...]] = {}
         self.main: dict[str, tuple[tuple[bool, Callable[..., Any]], ...]] = {}
         self.last: dict[str, tuple[tuple[bool, Callable[..., Any]], ...]] = {}
@@ -82,18 +81,43 @@ class HookTable:
                 check_signature(callback, name, Callback)
         for name in HOOK_NAMES + MODULE_ONLY:
             check_signature(module, name, Module)
+        self._build({})
+
+    def _build(self, unused: dict[int, frozenset[str]]) -> None:
+        """The table, without each callback's ``unused`` hooks (by ``id`` of the callback)."""
+        trainer, module = self.trainer, self.module
+        self.table, self.main, self.last = {}, {}, {}
+
+        def bound(group: list[Callback], name: str) -> list[tuple[bool, Callable[..., Any]]]:
+            return [(False, functools.partial(getattr(c, name), trainer, module)) for c in group
+                    if _callback_overrides(c, name) and name not in unused.get(id(c), ())]
+
+        plain = [c for c in self.callbacks if not c.monitors]
+        monitors = [c for c in self.callbacks if c.monitors]
         for name in HOOK_NAMES + CALLBACK_ONLY:
-            calls: list[tuple[bool, Callable[..., Any]]] = []
-            calls += [(False, functools.partial(getattr(c, name), trainer, module))
-                      for c in plain if _callback_overrides(c, name)]
+            calls = bound(plain, name)
             if name not in CALLBACK_ONLY and _overrides(module, name, Hooks):
                 calls.append((True, getattr(module, name)))
-            monitoring: list[tuple[bool, Callable[..., Any]]] = [
-                (False, functools.partial(getattr(c, name), trainer, module))
-                for c in monitors if _callback_overrides(c, name)]
+            monitoring = bound(monitors, name)
             if calls or monitoring:
                 self.table[name] = tuple(calls + monitoring)
                 self.main[name], self.last[name] = tuple(calls), tuple(monitoring)
+
+    def drop_unused(self, stage: str) -> None:
+        """Ask every callback which of its hooks it will not use in this run
+        (:meth:`Callback.unused_hooks`, after ``setup``) and stop calling those."""
+        unused: dict[int, frozenset[str]] = {}
+        known = set(HOOK_NAMES + CALLBACK_ONLY)
+        for callback in self.callbacks:
+            names = frozenset(callback.unused_hooks(self.trainer, self.module, stage))
+            if wrong := sorted(n for n in names if n not in known):
+                raise ConfigurationError(
+                    f"{type(callback).__name__}.unused_hooks() returned {wrong}, which are not "
+                    f"callback hooks; name hooks from: {', '.join(sorted(known))}")
+            if names:
+                unused[id(callback)] = names
+        if unused:
+            self._build(unused)
 
     def count(self) -> int:
         """How many hooks were called (whether anything overrides them or not)."""

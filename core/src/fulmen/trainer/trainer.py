@@ -593,6 +593,7 @@ class Trainer(SelectionReport):
             if datamodule is not None:
                 datamodule.setup(hook_stage)
             self.hooks("setup", hook_stage)
+            self.hooks.drop_unused(hook_stage)
             if type(model).configure_model is not Module.configure_model:
                 with self.strategy.module_init_context():
                     model.configure_model()

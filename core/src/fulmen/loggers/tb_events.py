@@ -1,0 +1,78 @@
+"""A TensorBoard event file written in the training process itself, without a writer thread.
+
+``torch.utils.tensorboard.SummaryWriter`` hands every event to a thread that frames and writes
+it; on a busy process that thread has to take the interpreter lock from the training loop,
+and the training loop then waits for it (measured in ``tests/benchmarks/trainer_overhead.py``).
+Framing a record here costs a few microseconds, so events are framed at once and written
+through a buffered file, flushed every ``flush_secs`` and when the logger saves or finishes.
+The records are TensorBoard's own (its ``RecordWriter``, ``Event`` and ``Summary`` protos).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from typing import IO, Any
+
+from fulmen import storage
+
+
+class EventFile:
+    """``events.out.tfevents.<time>.<host>.<pid>.fulmen<suffix>`` in ``log_dir``, opened on
+    the first event."""
+
+    def __init__(self, log_dir: str, flush_secs: float = 120, filename_suffix: str = "") -> None:
+        self.log_dir, self.flush_secs, self.suffix = log_dir, flush_secs, filename_suffix
+        self._file: IO[bytes] | None = None
+        self._records: Any = None
+        self._flushed = 0.0
+
+    @property
+    def path(self) -> str | None:
+        """The file, once an event was written."""
+        return self._path if self._file is not None else None
+
+    def scalars(self, values: dict[str, float], step: int) -> None:
+        """One event holding every scalar."""
+        from tensorboard.compat.proto.summary_pb2 import Summary
+
+        self.add(Summary(value=[Summary.Value(tag=key, simple_value=float(value))
+                                for key, value in values.items()]), step)
+
+    def add(self, summary: Any, step: int | None = None) -> None:
+        """Write a ``Summary`` proto as one event at ``step``."""
+        from tensorboard.compat.proto.event_pb2 import Event
+
+        event = Event(wall_time=time.time(), summary=summary)
+        if step is not None:
+            event.step = int(step)
+        self._write(event)
+
+    def _write(self, event: Any) -> None:
+        if self._file is None:
+            self._open()
+        self._records.write(event.SerializeToString())
+        if time.monotonic() - self._flushed >= self.flush_secs:
+            self.flush()
+
+    def _open(self) -> None:
+        from tensorboard.compat.proto.event_pb2 import Event
+        from tensorboard.summary.writer.record_writer import RecordWriter
+
+        name = (f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}."
+                f"{os.getpid()}.fulmen{self.suffix}")
+        self._path = storage.join(self.log_dir, name)
+        self._file = storage.open_file(self._path, "wb")
+        self._records = RecordWriter(self._file)
+        self._write(Event(wall_time=time.time(), file_version="brain.Event:2"))
+
+    def flush(self) -> None:
+        self._flushed = time.monotonic()
+        if self._file is not None:
+            self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = self._records = None
