@@ -7,6 +7,7 @@ keeps the full path.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -55,3 +56,26 @@ def plain_forward(strategy: Strategy) -> bool:
     precision = type(strategy.precision)
     return all(getattr(precision, name) is getattr(Precision, name)
                for name in ("convert_input", "convert_output", "forward_context"))
+
+
+#: torch's optimizers whose ``step(closure)`` calls the closure once, under ``enable_grad``,
+#: before anything else that depends on it (LBFGS calls it many times: not listed)
+_CLOSURE_FIRST = ("Adadelta", "Adafactor", "Adagrad", "Adam", "Adamax", "AdamW", "ASGD",
+                  "Muon", "NAdam", "RAdam", "RMSprop", "Rprop", "SGD", "SparseAdam")
+
+
+def closure_first(strategy: Strategy, optimizer: Any) -> bool:
+    """Whether ``strategy``'s optimizer step with a closure is the same as calling the
+    closure and then ``optimizer.step()``: neither the strategy nor its precision changes the
+    step, the optimizer is one of torch's own (that class exactly, not a subclass), its ``step``
+    is a real function (not replaced by a mock), and grad mode is on (as ``step`` would set it
+    for the closure). The Trainer then saves the closure protocol's frames and grad-mode
+    switch on every batch; the one difference is that the optimizer's step pre-hooks run
+    after backward instead of before the forward."""
+    if not plain_optimizer_step(strategy) or not torch.is_grad_enabled():
+        return False
+    kind = type(optimizer)
+    own = getattr(torch.optim, kind.__name__, None)
+    step = optimizer.step
+    return kind.__name__ in _CLOSURE_FIRST and own is kind and \
+        inspect.isfunction(kind.step) and (inspect.ismethod(step) or inspect.isfunction(step))

@@ -5,15 +5,23 @@ the Trainer and by Lite."""
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
+from unittest import mock
 
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 import fulmen
-from fulmen.direct import direct_backward, direct_optimizer_step, direct_step, plain_optimizer_step
+from fulmen.direct import (
+    closure_first,
+    direct_backward,
+    direct_optimizer_step,
+    direct_step,
+    plain_optimizer_step,
+)
 from fulmen_precision import Precision32
 from fulmen_strategies import SingleDeviceStrategy
 
@@ -120,3 +128,78 @@ def test_the_bypass_is_taken_only_for_the_base_behaviour():
     assert direct_backward(counting) == counting.backward
     assert direct_optimizer_step(counting) == counting.optimizer_step
     assert not plain_optimizer_step(counting)
+
+
+class StepRecordingSGD(torch.optim.SGD):
+    """A subclass: its step gets the closure, as Lightning passes it."""
+
+    closures = 0
+
+    def step(self, closure: Any = None) -> Any:
+        self.closures += closure is not None
+        return super().step(closure)
+
+
+def test_only_torch_s_own_optimizers_are_stepped_after_their_closure():
+    plain = SingleDeviceStrategy()
+    plain.precision = Precision32()
+    params = [torch.nn.Parameter(torch.zeros(2))]
+    assert closure_first(plain, torch.optim.SGD(params, lr=0.1))
+    assert closure_first(plain, torch.optim.AdamW(params))
+    assert not closure_first(plain, torch.optim.LBFGS(params))  # evaluates it many times
+    assert not closure_first(plain, StepRecordingSGD(params, lr=0.1))
+    with torch.no_grad():  # step(closure) would turn grad on for the closure
+        assert not closure_first(plain, torch.optim.SGD(params, lr=0.1))
+    with mock.patch.object(torch.optim.SGD, "step"):
+        assert not closure_first(plain, torch.optim.SGD(params, lr=0.1))
+    mocked = torch.optim.SGD(params, lr=0.1)
+    mocked.step = mock.MagicMock()  # type: ignore[method-assign]
+    assert not closure_first(plain, mocked)
+    counting = CountingStrategy()
+    counting.precision = Precision32()
+    assert not closure_first(counting, torch.optim.SGD(params, lr=0.1))
+
+
+def test_a_subclassed_optimizer_still_gets_the_closure_and_lbfgs_still_trains():
+    class Subclassed(Net):
+        def configure_optimizers(self) -> Any:
+            self.optimizer = StepRecordingSGD(self.parameters(), lr=0.1)
+            return self.optimizer
+
+    class Lbfgs(Net):
+        def configure_optimizers(self) -> Any:
+            return torch.optim.LBFGS(self.parameters(), lr=0.1, max_iter=3)
+
+    data = DataLoader(TensorDataset(torch.randn(4 * BATCHES, 4)), batch_size=4)
+    flags = dict(max_epochs=1, logger=False, enable_progress_bar=False,
+                 enable_checkpointing=False, enable_model_summary=False)
+    module = Subclassed()
+    fulmen.Trainer(**flags).fit(module, data)
+    assert module.optimizer.closures == BATCHES
+    lbfgs = Lbfgs()
+    before = lbfgs.layer.weight.detach().clone()
+    trainer = fulmen.Trainer(**flags)
+    trainer.fit(lbfgs, data)
+    assert trainer.global_step == BATCHES and not torch.equal(before, lbfgs.layer.weight)
+
+
+def test_stepping_after_the_closure_trains_exactly_as_step_with_the_closure():
+    """The same weights, bit for bit, as a plain loop through ``optimizer.step(closure)``."""
+    torch.manual_seed(0)
+    data = torch.randn(4 * BATCHES, 4)
+    module = Net()
+    reference = copy.deepcopy(module.layer)
+    optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for batch in data.split(4):
+        def closure(batch: torch.Tensor = batch) -> torch.Tensor:
+            loss = reference(batch).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            return loss
+
+        optimizer.step(closure)
+    fulmen.Trainer(max_epochs=1, logger=False, enable_progress_bar=False,
+                   enable_checkpointing=False, enable_model_summary=False).fit(
+        module, DataLoader(TensorDataset(data), batch_size=4))
+    assert torch.equal(module.layer.weight, reference.weight)
+    assert torch.equal(module.layer.bias, reference.bias)

@@ -20,7 +20,7 @@ import torch
 
 from fulmen import compiling
 from fulmen.api.precision import Precision
-from fulmen.direct import direct_backward, direct_optimizer_step, direct_step
+from fulmen.direct import closure_first, direct_backward, direct_optimizer_step, direct_step
 from fulmen.errors import ConfigurationError
 from fulmen.module import Module
 from fulmen.seed import rng_states, set_rng_states
@@ -341,6 +341,9 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
     exhausted = False
     backward = direct_backward(strategy)
     optimizer_step = direct_optimizer_step(strategy)
+    # the closure, then optimizer.step(), when that is what optimizer.step(closure) would do
+    unwrapped = automatic and optimizer is not None and not own_step and \
+        hooks.profiler is None and closure_first(strategy, optimizer)
 
     def closure() -> Any:
         """This batch's training_step, zero_grad and backward (what ``optimizer.step`` calls)."""
@@ -398,6 +401,12 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             if last:
                 if own_step:
                     module.optimizer_step(epoch, batch_idx, user_optimizer, closure)
+                elif unwrapped:
+                    closure()
+                    if after is not None:
+                        after()
+                    optimizer.step()
+                    trainer.global_step += 1
                 else:
                     optimizer_step(optimizer, closure, after)
                     trainer.global_step += 1
