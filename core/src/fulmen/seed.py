@@ -107,7 +107,9 @@ def rng_states() -> dict[str, Any]:
         "torch": torch.get_rng_state(),
         "numpy": {"kind": kind, "keys": torch.from_numpy(np.asarray(keys, dtype=np.int64)),
                   "pos": pos, "has_gauss": has_gauss, "cached_gaussian": gauss},
-        "python": {"version": python[0], "state": list(python[1]), "gauss": python[2]},
+        # one tensor, not 625 ints: a checkpoint pickles it as one record
+        "python": {"version": python[0], "state": torch.tensor(python[1], dtype=torch.int64),
+                   "gauss": python[2]},
     }
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         states["cuda"] = torch.cuda.get_rng_state_all()
@@ -121,6 +123,7 @@ def set_rng_states(states: dict[str, Any]) -> None:
     np.random.set_state((n["kind"], n["keys"].numpy().astype(np.uint32), int(n["pos"]),
                          int(n["has_gauss"]), float(n["cached_gaussian"])))
     p = states["python"]
-    random.setstate((p["version"], tuple(p["state"]), p["gauss"]))
+    # a tensor; a list in checkpoints written before 2026-11-26
+    random.setstate((p["version"], tuple(torch.as_tensor(p["state"]).tolist()), p["gauss"]))
     if "cuda" in states and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(states["cuda"])

@@ -57,7 +57,7 @@ def checkpoint(world_size: int, ranks: int) -> dict[str, Any]:
 def same(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return torch.equal(a["torch"], b["torch"]) and \
         torch.equal(a["numpy"]["keys"], b["numpy"]["keys"]) and \
-        a["python"]["state"] == b["python"]["state"]
+        torch.equal(a["python"]["state"], b["python"]["state"])
 
 
 def test_record_gathers_every_rank_once() -> None:
@@ -161,3 +161,21 @@ def test_model_parallel_position_counts_data_parallel_replicas() -> None:
     saved[manifest.KEY]["data_parallel_size"] = 2
     fit = rescale(saved, 3)["loops"]["fit"]
     assert fit["batches_done"] == 2
+
+
+def test_python_state_is_one_tensor_and_an_older_list_still_restores() -> None:
+    """Saved as one int64 tensor (one record, not 625 pickled ints); a checkpoint written
+    before that holds a list, which still restores."""
+    import random
+
+    from fulmen.seed import rng_states, set_rng_states
+
+    random.seed(7)
+    states = rng_states()
+    assert states["python"]["state"].dtype == torch.int64
+    expected = [random.random() for _ in range(3)]
+    older = {**states, "python": {**states["python"],
+                                  "state": states["python"]["state"].tolist()}}
+    for saved in (states, older):
+        set_rng_states(saved)
+        assert [random.random() for _ in range(3)] == expected
