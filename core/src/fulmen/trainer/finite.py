@@ -14,8 +14,8 @@ every rank raises :class:`fulmen.errors.NonFiniteError` at the same step.
 
 from __future__ import annotations
 
-import math
 import warnings
+from math import isfinite
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -48,8 +48,12 @@ class NonFiniteWatch:
             return
         elif self.defer:
             self.pending.append((loss.detach(), epoch, step, batch_idx))
-        elif not math.isfinite(_value(loss)):
-            self._warn(loss, epoch, step, batch_idx)
+        else:
+            value: Any = loss.tolist()  # a 0-dim loss gives a float, no autograd dispatch
+            if type(value) is not float:
+                value = _value(loss)
+            if not isfinite(value):
+                self._warn(loss, epoch, step, batch_idx)
 
     def check(self) -> None:
         """Look at the pending losses (one host sync); warn once about the first bad one."""

@@ -373,12 +373,8 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             backward(loss)
         return loss
 
-    for batch_idx in range(start, int(n_batches)) if n_batches != math.inf else _count(start):
-        try:
-            batch = next(iterator)
-        except StopIteration:
-            exhausted = True
-            break
+    indices = range(start, int(n_batches)) if n_batches != math.inf else _count(start)
+    for batch_idx, batch in zip(indices, iterator):
         if transfer is not None:
             batch = transfer(batch, 0)
         results.batch = batch
@@ -456,6 +452,8 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             trainer.should_stop = True
         if trainer.should_stop and _minimum_reached(trainer):
             break
+    else:  # no break: the batches ran out, or the loader did before them
+        exhausted = batch_idx + 1 < n_batches
     ran_batches = batches.completed - start
     if automatic and ran_batches and losses == 0 and not forward_only:
         warnings.warn(f"training_step returned None for every batch of epoch {epoch} "
