@@ -109,3 +109,30 @@ def test_logger_true_picks_tensorboard_when_installed(tmp_path):
     trainer = fulmen.Trainer(default_root_dir=tmp_path, enable_progress_bar=False)
     assert type(trainer.logger).__name__ == "TensorBoardLogger"
     assert trainer.log_dir == str(tmp_path / "fulmen_logs" / "version_0")
+
+
+def test_tensorboard_metrics_reach_an_fsspec_url(tmp_path):
+    """At a URL (fsspec's ``memory://`` here) the metrics event file is written through fsspec:
+    TensorBoard's record framing, a version event first, then one event per call."""
+    pytest.importorskip("tensorboard")
+    import struct
+
+    import fsspec
+    from tensorboard.compat.proto.event_pb2 import Event
+
+    from fulmen.loggers import TensorBoardLogger
+
+    logger = TensorBoardLogger("memory://fulmen-tb", version=0)
+    logger.log_metrics({"loss": 1.5}, step=2)
+    logger.log_metrics({"loss": 0.5}, step=4)
+    logger.finalize("success")
+    fs = fsspec.filesystem("memory")
+    [path] = fs.glob("/fulmen-tb/fulmen_logs/version_0/events.out.tfevents.*")
+    data, events = fs.cat(path), []
+    while data:
+        (length,) = struct.unpack("<Q", data[:8])
+        events.append(Event.FromString(data[12:12 + length]))
+        data = data[16 + length:]
+    assert events[0].file_version == "brain.Event:2"
+    assert [(e.step, [(v.tag, v.simple_value) for v in e.summary.value]) for e in events[1:]] == \
+        [(2, [("loss", 1.5)]), (4, [("loss", 0.5)])]
