@@ -114,6 +114,8 @@ class Lite(SelectionReport):
         self._log_step = 0  # the step of a metric logged without one
         self._launched = False
         self._backward: Callable[..., None] | None = None  # strategy.backward, or what it calls
+        #: the strategy's background writer when it has one (a failed save stops ``backward``)
+        self._background: AsyncCheckpointIO | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -288,6 +290,7 @@ class Lite(SelectionReport):
             strategy.module, strategy.model = module, strategy.wrap_module(module)
             forward = strategy.model
         self._backward = direct_backward(strategy)
+        self._writer(False)  # notes a background writer the strategy came with
         if settings is not None:
             forward = torch.compile(forward, **settings)  # type: ignore[assignment]
         return LiteModule(forward, strategy.module or module, strategy)
@@ -358,9 +361,8 @@ class Lite(SelectionReport):
             raise FulmenError("lite.backward(loss): no model was set up. Call "
                               "model, optimizer = self.setup(model, optimizer) first and "
                               "compute the loss with the returned model")
-        writer = self._writer(False)
-        if writer is not None:
-            writer.raise_failure()  # a background save that failed stops training here
+        if self._background is not None:
+            self._background.raise_failure()  # a background save that failed stops training
         backward(tensor, *args, **kwargs)
 
     def autocast(self) -> contextlib.AbstractContextManager[None]:
@@ -517,12 +519,10 @@ class Lite(SelectionReport):
     def _writer(self, async_save: bool) -> AsyncCheckpointIO | None:
         """The strategy's background writer, installed on the first ``async_save=True``."""
         io = self.strategy.checkpoint_io
-        if isinstance(io, AsyncCheckpointIO):
-            return io
-        if not async_save:
-            return None
-        writer = self.strategy.checkpoint_io = AsyncCheckpointIO(io)
-        return writer
+        if async_save and not isinstance(io, AsyncCheckpointIO):
+            io = self.strategy.checkpoint_io = AsyncCheckpointIO(io)
+        self._background = io if isinstance(io, AsyncCheckpointIO) else None
+        return self._background
 
     def load(self, path: Any, state: dict[str, Any] | None = None, strict: bool = True,
              weights_only: bool = True) -> Any:

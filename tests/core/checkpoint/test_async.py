@@ -101,6 +101,25 @@ def test_a_failed_background_save_stops_training_at_the_next_step(tmp_path: Path
     assert trainer.strategy.checkpoint_io is io  # the callback's wrapper is gone again
 
 
+def test_a_failed_background_save_stops_lite_backward(tmp_path: Path) -> None:
+    """Lite: the strategy's writer, installed by the first ``async_save=True`` or passed as a
+    plugin (and used past Lite), raises a failed save at the next ``backward``."""
+    for passed in (False, True):
+        io = FailingIO(fail_from=1)
+        lite = fulmen.Lite(accelerator="cpu", devices=1,
+                           plugins=[AsyncCheckpointIO(io) if passed else io])
+        model = lite.setup(torch.nn.Linear(4, 2))
+        if passed:  # saved past Lite: the writer is known from set-up
+            lite.strategy.save_checkpoint({"model": model.state_dict()}, tmp_path / "a.ckpt")
+        else:
+            lite.save(tmp_path / "a.ckpt", {"model": model}, async_save=True)
+        deadline = time.monotonic() + 30
+        with pytest.raises(CheckpointSaveError, match="No space left"):
+            while time.monotonic() < deadline:  # raised once the background write failed
+                lite.backward(model(torch.randn(2, 4)).sum())
+                time.sleep(0.01)
+
+
 def test_async_model_checkpoint_writes_what_a_synchronous_one_writes(tmp_path: Path) -> None:
     written = {}
     for mode in ("sync", "async"):
