@@ -21,7 +21,7 @@ from trainer_overhead import STEPS, make_loader, make_net, plain
 
 import fulmen
 
-REPEATS = 11
+REPEATS = 12
 
 
 class Loop(fulmen.Lite):
@@ -49,9 +49,10 @@ def main() -> None:
     loader = make_loader()
     plain(loader)
     rows: dict[str, list[float]] = {"plain": [], "lite": []}
-    for _ in range(REPEATS):
-        rows["plain"].append(plain(loader))
-        rows["lite"].append(Loop(accelerator="cpu").run(loader))
+    runs = {"plain": lambda: plain(loader), "lite": lambda: Loop(accelerator="cpu").run(loader)}
+    for i in range(REPEATS):  # every other round in the reverse order: no side goes first always
+        for name in list(runs) if i % 2 == 0 else reversed(list(runs)):
+            rows[name].append(runs[name]())
     base = statistics.median(rows["plain"])
     lite = statistics.median(rows["lite"])
     ratio = statistics.median(r / p for r, p in zip(rows["lite"], rows["plain"]))

@@ -24,7 +24,7 @@ import time
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-STEPS, BATCH, SAMPLES, REPEATS = 3000, 64, 32_000, 7
+STEPS, BATCH, SAMPLES, REPEATS = 3000, 64, 32_000, 8
 
 
 def make_loader() -> DataLoader:
@@ -128,11 +128,14 @@ def main() -> None:
     plain(loader)  # warm-up
     rows: dict[str, list[float]] = {"plain": [], "closure": [], "lean": [], "defaults": []}
     with tempfile.TemporaryDirectory() as root:
-        for _ in range(REPEATS):  # interleaved, so drift hits all of them alike
-            rows["plain"].append(plain(loader))
-            rows["closure"].append(plain_closure(loader))
-            rows["lean"].append(fulmen_fit(loader, True, root))
-            rows["defaults"].append(fulmen_fit(loader, False, root))
+        runs = {"plain": lambda: plain(loader), "closure": lambda: plain_closure(loader),
+                "lean": lambda: fulmen_fit(loader, True, root),
+                "defaults": lambda: fulmen_fit(loader, False, root)}
+        # interleaved, so drift hits all of them alike, and every other round in the reverse
+        # order, so none of them always runs first
+        for i in range(REPEATS):
+            for name in list(runs) if i % 2 == 0 else reversed(list(runs)):
+                rows[name].append(runs[name]())
     print(f"tiny MLP, {STEPS} steps, batch {BATCH}, 1 thread; ratios: median over {REPEATS} "
           "rounds of each round's time / that round's plain loop; stdout is "
           f"{'a terminal' if sys.stdout.isatty() else 'not a terminal (no bars)'}")
