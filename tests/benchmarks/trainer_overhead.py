@@ -2,7 +2,7 @@
 
 Tiny MLP 32 -> 64 -> 2, batch 64, 3000 optimizer steps, torch.set_num_threads(1), SGD, the same
 DataLoader (shuffled, 32 000 samples: 500 steps per epoch) for both. Also the plain loop
-written to the Trainer's contract (``optimizer.step(closure)``, as Lightning). Goals: lean Trainer
+written to Lightning's protocol (``optimizer.step(closure)``), for reference. Goals: lean Trainer
 (progress bar, logger, checkpointing and summary off) <= 1.04x the plain loop's time per step;
 defaults on (progress bar, logger, checkpoint) <= 1.08x. Also "Trainer ready": a fresh
 interpreter that imports fulmen and constructs a Trainer, against one that imports torch alone
@@ -56,8 +56,9 @@ def plain(loader: DataLoader) -> float:
 
 
 def plain_closure(loader: DataLoader) -> float:
-    """The plain loop written to the contract the Trainer keeps (Lightning's): the forward,
-    zero_grad and backward run in a closure that ``optimizer.step(closure)`` calls."""
+    """The plain loop written to Lightning's protocol: the forward, zero_grad and backward run
+    in a closure that ``optimizer.step(closure)`` calls (the Trainer runs the closure itself and
+    then ``optimizer.step()`` for torch's own optimizers: ``fulmen.direct.closure_first``)."""
     model = make_net()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     step = 0
@@ -144,7 +145,7 @@ def main() -> None:
         ratio = statistics.median(r / p for r, p in zip(rows[name], rows["plain"]))
         goal_text = f" (goal <= {goal:.2f}x)" if goal else ""
         if name == "closure":
-            goal_text = " (plain loop through optimizer.step(closure), the Trainer's contract)"
+            goal_text = " (plain loop through optimizer.step(closure), Lightning's protocol)"
         print(f"  {name:<9} {t * 1e6:7.1f} us/step  {ratio:5.3f}x{goal_text}")
     best = startup()
     ms = {name: seconds * 1000 for name, seconds in best.items()}
