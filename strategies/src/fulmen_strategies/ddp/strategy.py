@@ -11,16 +11,24 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from fulmen import ConfigurationError, Launcher
+from fulmen.api import Precision
 from fulmen_strategies import activation_checkpointing as ac
 from fulmen_strategies.parallel import ParallelStrategy
 
 START_METHODS = ("popen", "spawn", "fork")
 
 
+#: StepDispatcher's attributes that are neither modules, parameters nor buffers
+_PLAIN = frozenset({"ddp", "in_step", "backward_in_step", "target"})
+_set = object.__setattr__  # per step: neither nn.Module's attribute checks nor a Python frame
+
+
 class StepDispatcher(torch.nn.Module):
     """Lets DDP's forward run ``training_step`` (so its gradient hooks see the step):
     ``dispatcher(*args, fulmen_step="training_step")``; without ``fulmen_step`` it is the
     module's own forward (what Lite calls)."""
+
+    target: torch.nn.Module  # ``module``, as a plain attribute
 
     def __init__(self, module: torch.nn.Module) -> None:
         super().__init__()
@@ -30,19 +38,23 @@ class StepDispatcher(torch.nn.Module):
         self.ddp: Any = None  # the wrapper (a plain attribute, not a submodule)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name == "ddp":
-            object.__setattr__(self, name, value)
+        if name in _PLAIN:
+            _set(self, name, value)
         else:
             super().__setattr__(name, value)
+            if name == "module":  # also as a plain attribute: read without nn.Module's lookup
+                _set(self, "target", value)
 
     def forward(self, *args: Any, fulmen_step: str = "forward", **kwargs: Any) -> Any:
+        target = self.target
         if fulmen_step == "forward":
-            return self.module(*args, **kwargs)
-        self.in_step, self.backward_in_step = True, False
+            return target(*args, **kwargs)
+        _set(self, "in_step", True)
+        _set(self, "backward_in_step", False)
         try:
-            return getattr(self.module, fulmen_step)(*args, **kwargs)
+            return getattr(target, fulmen_step)(*args, **kwargs)
         finally:
-            self.in_step = False
+            _set(self, "in_step", False)
             if self.backward_in_step:  # the reducer was prepared per backward: not again
                 self.ddp.require_backward_grad_sync = False
 
@@ -89,6 +101,7 @@ class DDPStrategy(ParallelStrategy):
                 f"{type(self).__name__}(start_method={start_method!r}): use one of "
                 f"{', '.join(map(repr, START_METHODS))} ('popen' re-runs the script per process)")
         self.start_method = start_method
+        self._dispatcher: StepDispatcher | None = None  # what wrap_module put under DDP
         if type(self).name == DDPStrategy.name:  # the registered name these arguments select
             self.name = "ddp" + {"popen": "", "spawn": "_spawn", "fork": "_fork"}[start_method] \
                 + ("_find_unused_parameters_true" if find_unused_parameters else "")
@@ -113,6 +126,7 @@ class DDPStrategy(ParallelStrategy):
         dispatcher = StepDispatcher(module)
         dispatcher.ddp = DistributedDataParallel(dispatcher, device_ids=device_ids,
                                                  **self.ddp_kwargs)
+        self._dispatcher = dispatcher
         return dispatcher.ddp
 
     def step(self, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -120,17 +134,22 @@ class DDPStrategy(ParallelStrategy):
         if method != "training_step" or not isinstance(model, DistributedDataParallel):
             return super().step(method, *args, **kwargs)
         sync = model.require_backward_grad_sync
-        with self.precision.forward_context():
-            out = model(*args, fulmen_step=method, **kwargs)
-        model.require_backward_grad_sync = sync
+        if type(self.precision).forward_context is Precision.forward_context:
+            out = model(*args, fulmen_step=method, **kwargs)  # a null context: none entered
+        else:
+            with self.precision.forward_context():
+                out = model(*args, fulmen_step=method, **kwargs)
+        if model.require_backward_grad_sync is not sync:  # DDP is an nn.Module: setting costs
+            model.require_backward_grad_sync = sync
         return out
 
     def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
-        model = self.model
-        if isinstance(model, DistributedDataParallel) and isinstance(
-                model.module, StepDispatcher) and model.module.in_step:
-            model.module.backward_in_step = True
-            _prepare_for_backward(model, loss)
+        dispatcher = self._dispatcher
+        if dispatcher is not None and dispatcher.in_step:
+            ddp: DistributedDataParallel = dispatcher.ddp
+            if self.model is ddp:
+                dispatcher.backward_in_step = True
+                _prepare_for_backward(ddp, loss)
         super().backward(loss, *args, **kwargs)
 
     @contextlib.contextmanager
