@@ -7,6 +7,7 @@ keeps the full path.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -64,6 +65,13 @@ _CLOSURE_FIRST = ("Adadelta", "Adafactor", "Adagrad", "Adam", "Adamax", "AdamW",
                   "Muon", "NAdam", "RAdam", "RMSprop", "Rprop", "SGD", "SparseAdam")
 
 
+@functools.cache
+def _closure_first_classes() -> frozenset[type]:
+    """Those of them this torch has."""
+    found = vars(torch.optim)
+    return frozenset(found[name] for name in _CLOSURE_FIRST if name in found)
+
+
 def closure_first(strategy: Strategy, optimizer: Any) -> bool:
     """Whether ``strategy``'s optimizer step with a closure is the same as calling the
     closure and then ``optimizer.step()``: neither the strategy nor its precision changes the
@@ -74,8 +82,6 @@ def closure_first(strategy: Strategy, optimizer: Any) -> bool:
     after backward instead of before the forward."""
     if not plain_optimizer_step(strategy) or not torch.is_grad_enabled():
         return False
-    kind = type(optimizer)
-    own = getattr(torch.optim, kind.__name__, None)
-    step = optimizer.step
-    return kind.__name__ in _CLOSURE_FIRST and own is kind and \
-        inspect.isfunction(kind.step) and (inspect.ismethod(step) or inspect.isfunction(step))
+    kind, step = type(optimizer), optimizer.step
+    return kind in _closure_first_classes() and inspect.isfunction(kind.step) and \
+        (inspect.ismethod(step) or inspect.isfunction(step))

@@ -136,3 +136,21 @@ def test_tensorboard_metrics_reach_an_fsspec_url(tmp_path):
     assert events[0].file_version == "brain.Event:2"
     assert [(e.step, [(v.tag, v.simple_value) for v in e.summary.value]) for e in events[1:]] == \
         [(2, [("loss", 1.5)]), (4, [("loss", 0.5)])]
+
+
+def test_tensorboard_logger_used_again_after_finalize_keeps_both_files(tmp_path):
+    """A Trainer's second fit logs again after the first one finalized the logger: a new event
+    file, never the first one overwritten (even within the same second)."""
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from fulmen.loggers import TensorBoardLogger
+
+    logger = TensorBoardLogger(tmp_path, version=0)
+    for step in (1, 2):
+        logger.log_metrics({"loss": float(step)}, step=step)
+        logger.finalize("success")
+    assert len(list(Path(logger.log_dir).glob("events.out.tfevents.*"))) == 2
+    events = EventAccumulator(logger.log_dir)
+    events.Reload()
+    assert [(e.step, e.value) for e in events.Scalars("loss")] == [(1, 1.0), (2, 2.0)]

@@ -10,6 +10,7 @@ The records are TensorBoard's own (its ``RecordWriter``, ``Event`` and ``Summary
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 import time
@@ -17,21 +18,19 @@ from typing import IO, Any
 
 from fulmen import storage
 
+_opened = itertools.count()  # files this process opened: two in one second get two names
+
 
 class EventFile:
-    """``events.out.tfevents.<time>.<host>.<pid>.fulmen<suffix>`` in ``log_dir``, opened on
-    the first event."""
+    """``events.out.tfevents.<time>.<host>.<pid>.<n>.fulmen<suffix>`` in ``log_dir``, opened
+    on the first event (``n`` counts the files this process opened)."""
 
     def __init__(self, log_dir: str, flush_secs: float = 120, filename_suffix: str = "") -> None:
         self.log_dir, self.flush_secs, self.suffix = log_dir, flush_secs, filename_suffix
         self._file: IO[bytes] | None = None
         self._records: Any = None
         self._flushed = 0.0
-
-    @property
-    def path(self) -> str | None:
-        """The file, once an event was written."""
-        return self._path if self._file is not None else None
+        self.path: str | None = None  # the file, once the first event opened it
 
     def scalars(self, values: dict[str, float], step: int) -> None:
         """One event holding every scalar."""
@@ -61,9 +60,9 @@ class EventFile:
         from tensorboard.summary.writer.record_writer import RecordWriter
 
         name = (f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}."
-                f"{os.getpid()}.fulmen{self.suffix}")
-        self._path = storage.join(self.log_dir, name)
-        self._file = storage.open_file(self._path, "wb")
+                f"{os.getpid()}.{next(_opened)}.fulmen{self.suffix}")
+        self.path = storage.join(self.log_dir, name)
+        self._file = storage.open_file(self.path, "wb")
         self._records = RecordWriter(self._file)
         self._write(Event(wall_time=time.time(), file_version="brain.Event:2"))
 
