@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from fulmen.trainer.results import CallbackMetrics, Results
+from fulmen.trainer.results import CallbackMetrics, Results, step_tensor
 
 if TYPE_CHECKING:
     from fulmen.trainer.trainer import Trainer
@@ -55,9 +55,9 @@ class Metrics:
         results = self.train
         if results is not None:
             for entry in results.entries.values():
-                value = results.step_values.get(entry.step_name)
-                if entry.on_step and value is not None:
-                    out[entry.step_name] = value
+                stored = results.step_values.get(entry.step_name)
+                if entry.on_step and stored is not None:
+                    out[entry.step_name] = value = step_tensor(stored)
                     if entry.on_epoch:
                         out[entry.name] = value
         return CallbackMetrics(out, self.values)

@@ -40,6 +40,33 @@ def _metric_type() -> type | None:
     return getattr(module, "Metric", None) if module is not None else None
 
 
+class HostScalar:
+    """A step value logged from a CPU tensor, read at once (on the CPU there is nothing to wait
+    for) and kept as a Python number: holding the tensor would keep its storage alive into
+    the next step, which measurably slows torch's allocations there (docs/performance.md)."""
+
+    __slots__ = ("dtype", "number")
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.number: Any = tensor.tolist()  # a number; a one-element list for shape (1,)
+        self.dtype = tensor.dtype
+
+    def tensor(self) -> torch.Tensor:
+        """The value as the tensor it was logged as (dtype and shape)."""
+        return torch.tensor(self.number, dtype=self.dtype)
+
+    def __float__(self) -> float:
+        number = self.number
+        while type(number) is list:
+            number = number[0]
+        return float(number)
+
+
+def step_tensor(value: torch.Tensor | HostScalar) -> torch.Tensor:
+    """A stored step value as a tensor."""
+    return value.tensor() if isinstance(value, HostScalar) else value
+
+
 @dataclass
 class LoggedValue:
     """One ``(hook, name)``: its options, last step value and epoch accumulation."""
@@ -108,7 +135,8 @@ class Results:
         self._reduce = reduce
         self._pending: dict[str, Any] = {}  # epoch accumulations from a mid-epoch checkpoint
         self.entries: dict[tuple[str, str], LoggedValue] = {}
-        self.step_values: dict[str, torch.Tensor] = {}  # step_name -> last value
+        #: step_name -> last value (a HostScalar for a CPU value)
+        self.step_values: dict[str, torch.Tensor | HostScalar] = {}
         self._batch_size_cache: tuple[int, int] | None = None
 
     # ------------------------------------------------------------------ self.log
@@ -139,13 +167,15 @@ class Results:
             raise ConfigurationError(f"self.log({name!r}, ...) in {self.hook}: the value must be "
                                      f"a scalar, got a tensor of shape {tuple(value.shape)}; "
                                      "reduce it first (e.g. .mean())")
-        value = value.detach()
         if entry.on_step:
+            step_value = value
             if entry.sync_dist and not entry.rank_zero_only:
-                value = self._reduce(value, entry.reduce_fx)
-            self.step_values[entry.step_name] = value
+                step_value = self._reduce(value.detach(), entry.reduce_fx)
+            self.step_values[entry.step_name] = HostScalar(step_value) if step_value.is_cpu \
+                else step_value.detach()
         if entry.on_epoch:
-            entry.add(value, batch_size if batch_size is not None else self._batch_size())
+            entry.add(value.detach(),
+                      batch_size if batch_size is not None else self._batch_size())
 
     def _register(self, name: str, suffix: str, value: Any, prog_bar: bool, logger: bool,
                   on_step: bool | None, on_epoch: bool | None, reduce_fx: Any, sync_dist: bool,
