@@ -24,7 +24,7 @@ import time
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-STEPS, BATCH, SAMPLES, REPEATS = 3000, 64, 32_000, 8
+STEPS, BATCH, SAMPLES, REPEATS = 3000, 64, 32_000, 16
 
 
 def make_loader() -> DataLoader:

@@ -352,7 +352,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
         results.hook = "training_step"
         output = training_step(batch, batch_idx)
         # the usual return, a scalar with a graph, needs no more checking
-        loss = output if type(output) is torch.Tensor and output.grad_fn is not None and \
+        loss = output if type(output) is torch.Tensor and not output.is_leaf and \
             output.numel() == 1 else _loss_of(output)
         if first:
             if backward_hooks:
