@@ -77,6 +77,31 @@ def test_progress_keeps_it_quiet_and_stop_ends_the_thread():
     assert doctor.reports == 0
 
 
+def test_a_fit_without_batch_hooks_is_not_reported_as_stuck(tmp_path: Path):
+    """The fit loop calls no hook per batch when nothing overrides the batch hooks (a lean
+    Trainer; the progress bar without a terminal): the batches it starts are progress too."""
+    script = tmp_path / "slow_batches.py"
+    script.write_text(
+        "import time, torch, fulmen\n"
+        "from torch.utils.data import DataLoader, TensorDataset\n"
+        "class Slow(fulmen.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.layer = torch.nn.Linear(4, 1)\n"
+        "    def training_step(self, batch, batch_idx):\n"
+        "        time.sleep(0.1)\n"
+        "        return self.layer(batch[0]).pow(2).mean()\n"
+        "    def configure_optimizers(self):\n"
+        "        return torch.optim.SGD(self.parameters(), lr=0.1)\n"
+        "fulmen.Trainer(max_epochs=1, logger=False, enable_progress_bar=False,\n"
+        "               enable_checkpointing=False, enable_model_summary=False).fit(\n"
+        "    Slow(), DataLoader(TensorDataset(torch.randn(25, 4)), batch_size=1))\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "FULMEN_HANG_TIMEOUT": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "hang doctor" not in done.stderr, done.stderr[-2000:]
+
+
 @pytest.mark.parametrize("value", ["soon", "-1"])
 def test_a_bad_threshold_is_refused(monkeypatch, value):
     monkeypatch.setenv("FULMEN_HANG_TIMEOUT", value)

@@ -21,7 +21,7 @@ import sysconfig
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from datetime import timedelta
 from pathlib import Path
 from types import FrameType
@@ -54,13 +54,14 @@ def threshold_from_env() -> float:
 
 
 class HangDoctor:
-    """Watch ``progress()`` (any number that grows while the run advances) from a daemon thread.
+    """Watch ``progress()`` (any value that changes while the run advances) from a daemon
+    thread.
 
     ``address``/``port``: the rendezvous of the run; the doctor's store listens on ``port + 1``
     (rank 0) so ranks can share their reports. Without them each rank only logs its own.
     """
 
-    def __init__(self, progress: Callable[[], int], *, rank: int = 0, world_size: int = 1,
+    def __init__(self, progress: Callable[[], Hashable], *, rank: int = 0, world_size: int = 1,
                  threshold: float | None = None, address: str | None = None,
                  port: int | None = None) -> None:
         self.progress, self.rank, self.world_size = progress, rank, world_size

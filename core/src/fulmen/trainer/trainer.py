@@ -586,7 +586,8 @@ class Trainer(SelectionReport):
         self._prepare_data()  # after configure_callbacks, as Lightning
         self.hooks = HookTable(self, model, self.callbacks, profiler=self._active_profiler())
         self.profiler.setup(stage, self.local_rank, self.log_dir)
-        doctor = HangDoctor(self.hooks.count, rank=self.global_rank, world_size=self.world_size,
+        doctor = HangDoctor(self._progress_mark, rank=self.global_rank,
+                            world_size=self.world_size,
                             address=self.cluster_environment.main_address,
                             port=self.cluster_environment.main_port)
         try:
@@ -718,6 +719,12 @@ class Trainer(SelectionReport):
     def _finalize_loggers(self, status: str) -> None:
         for lg in self.loggers:
             lg.finalize(status)
+
+    def _progress_mark(self) -> tuple[int, int]:
+        """What the hang doctor watches: hook calls, and training batches started (the fit
+        loop calls no hook per batch when nothing overrides the batch hooks)."""
+        assert self.hooks is not None
+        return self.hooks.count(), self.run_state.progress.batches.started
 
     def _anomaly_context(self) -> Any:
         if self.detect_anomaly:
