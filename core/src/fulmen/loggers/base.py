@@ -59,6 +59,11 @@ class VersionedLogger(Logger):
         return self._dir.version
 
     @property
+    def root_dir(self) -> str:
+        """``<save_dir>/<name>`` (``save_dir`` without a name): where the versions are."""
+        return self._dir.root_dir
+
+    @property
     def log_dir(self) -> str:
         return self._dir.log_dir
 
