@@ -2,7 +2,7 @@
 
 Tiny MLP 32 -> 64 -> 2, batch 64, 3000 steps, torch.set_num_threads(1), SGD; the loop body is
 identical except for the five Lite changes. Goal: Lite <= 1.01x the plain loop's time per step
-(2 processes under ddp are measured by ddp.py).
+(2 processes under ddp are measured by startup.py).
 
     .venv/bin/python tests/benchmarks/lite_overhead.py
 """

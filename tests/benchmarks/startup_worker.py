@@ -1,4 +1,4 @@
-"""Worker for ddp.py: one 2-process DDP job on digits that timestamps its phases on every rank.
+"""Worker for startup.py: one 2-process DDP job on digits that timestamps its phases on every rank.
 
 Modes: ``plain`` (PyTorch DDP, run under torchrun), ``ddp`` and ``ddp_spawn`` (fulmen's
 Trainer), ``lite`` (a Lite loop under ``ddp``), and ``lightning`` / ``fabric`` (the same with

@@ -4,16 +4,17 @@
 1000 steps (samples/s over the last 950). Commands: a plain PyTorch DDP script under
 ``torchrun``; ``Trainer(strategy="ddp")``; ``Trainer(strategy="ddp_spawn")``; a Lite loop under
 ``ddp``; and Lightning's Trainer and Fabric under ``ddp`` when the ``lightning`` package is
-installed (fulmen does not depend on it). Interleaved repeats, so machine noise hits all alike.
+installed (fulmen does not depend on it). Interleaved repeats (6 by default), so machine noise
+hits all alike.
 
 Prints, per command, the medians of: samples/s, time from the command's start to the first step
 (slowest rank), teardown (last step on the slowest rank to the command's exit), whole-command wall
 time, and peak resident memory of a rank, each next to its ratio to torchrun's (the median of the
 per-repeat ratios: runs made side by side), with the issue's goals. Then the seconds from the
-command's start to each phase on every rank (see ddp_worker.py), which is where to look when a
+command's start to each phase on every rank (see startup_worker.py), which is where to look when a
 ratio moves.
 
-    .venv/bin/python tests/benchmarks/ddp.py [REPEATS] [COMMAND...]
+    .venv/bin/python tests/benchmarks/startup.py [REPEATS] [COMMAND...]
 
 ``COMMAND``: only torchrun and the commands whose names start so (``lite``, ``ddp``...), for
 paired comparisons with more repeats.
@@ -33,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-WORKER = str(Path(__file__).with_name("ddp_worker.py"))
+WORKER = str(Path(__file__).with_name("startup_worker.py"))
 PHASES = ("interpreter", "imports", "composed", "launched", "group", "first_batch", "first_step",
           "last_step", "finished", "exit")
 # goals from the issue: samples/s >= x torchrun, whole command <= x torchrun, RSS <= raw + MB
@@ -70,7 +71,7 @@ def free_port() -> int:
 
 def run(command: list[str]) -> dict[str, Any]:
     """Run one command (``{port}`` in it becomes a free port); its wall time and every
-    process's record from ddp_worker.py."""
+    process's record from startup_worker.py."""
     command = [part.format(port=free_port()) if "{port}" in part else part for part in command]
     with tempfile.TemporaryDirectory() as folder:
         out = os.path.join(folder, "marks.jsonl")
@@ -98,7 +99,7 @@ def run(command: list[str]) -> dict[str, Any]:
 
 
 def main() -> None:
-    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 4
+    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 6
     py = sys.executable
     commands = {
         "torchrun": [py, "-m", "torch.distributed.run", "--nproc_per_node=2",
@@ -110,7 +111,7 @@ def main() -> None:
     if importlib.util.find_spec("lightning") is not None:
         commands["Lightning ddp"] = [py, WORKER, "lightning"]
         commands["Fabric ddp"] = [py, WORKER, "fabric"]
-    only = sys.argv[2:]  # e.g. `ddp.py 10 lite`: torchrun and the commands named (paired A/B)
+    only = sys.argv[2:]  # e.g. `startup.py 10 lite`: torchrun and the commands named (paired A/B)
     if only:
         commands = {n: c for n, c in commands.items()
                     if n == "torchrun" or any(n.startswith(o) for o in only)}
