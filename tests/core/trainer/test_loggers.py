@@ -79,6 +79,22 @@ def test_tensorboard_metrics_are_written_without_a_writer_thread(tmp_path):
     assert counts[0] == counts[1]
 
 
+@pytest.mark.parametrize("size", [0, 1, 37, 4096])
+def test_tensorboard_records_are_framed_as_tensorboards_record_writer_frames_them(size):
+    """fulmen frames event records with a C CRC-32C; the bytes are TensorBoard's own."""
+    pytest.importorskip("tensorboard")
+    import io
+
+    from tensorboard.summary.writer.record_writer import RecordWriter
+
+    from fulmen.loggers.tb_events import frame
+
+    data = bytes(range(256)) * (size // 256) + bytes(range(size % 256))
+    theirs = io.BytesIO()
+    RecordWriter(theirs).write(data)
+    assert frame(data) == theirs.getvalue()
+
+
 def test_tensorboard_events_are_readable_after_save_and_beside_experiment(tmp_path):
     """``save()`` flushes the metrics file (TensorBoard sees them while the run goes on); what
     goes through ``experiment`` (a SummaryWriter) lands in the same run folder."""
