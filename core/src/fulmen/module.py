@@ -327,8 +327,9 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
         if sync_dist_group is not None:
             raise ConfigurationError(f"self.log({name!r}, sync_dist_group=...): fulmen reduces "
                                      "over every process; leave sync_dist_group=None")
-        results.log(name, value, prog_bar, logger is not False, on_step, on_epoch, reduce_fx,
-                    sync_dist, rank_zero_only, batch_size, add_dataloader_idx)
+        if not results.log_step_value(name, value):  # not the usual per-step scalar
+            results.log(name, value, prog_bar, logger is not False, on_step, on_epoch, reduce_fx,
+                        sync_dist, rank_zero_only, batch_size, add_dataloader_idx)
 
     def log_dict(self, dictionary: Mapping[str, Any], **kwargs: Any) -> None:
         """``self.log`` for every item of ``dictionary`` with the same options."""

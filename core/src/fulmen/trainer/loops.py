@@ -374,86 +374,98 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
         return loss
 
     indices = range(start, int(n_batches)) if n_batches != math.inf else _count(start)
-    for batch_idx, batch in zip(indices, iterator):
-        if transfer is not None:
-            batch = transfer(batch, 0)
-        results.batch = batch
-        trainer.run_state.steps_before_batch = trainer.global_step
-        if has_start and hooks("on_train_batch_start", batch, batch_idx) == -1:
-            break
-        batches.started += 1
-        stepped = False
-        if forward_only:  # e.g. SWA's batch-norm epoch: statistics only, nothing optimized
-            results.hook = "training_step"
-            with torch.no_grad():
-                output = training_step(batch, batch_idx)
-        elif automatic:
-            if accumulate == 1:
-                first = last = True
-            else:
-                first = batch_idx % accumulate == 0
-                last = (batch_idx + 1) % accumulate == 0 or batch_idx + 1 == n_batches
-            ran = False
-            if last:
-                if own_step:
-                    module.optimizer_step(epoch, batch_idx, user_optimizer, closure)
-                elif unwrapped:
-                    closure()
-                    if after is not None:
-                        after()
-                    optimizer.step()
-                    trainer.global_step += 1
+    # nothing but the step between batches: the loop without the checks for what is not there
+    plain = unwrapped and accumulate == 1 and after is None and transfer is None and \
+        preemption is None and val_every is None and not (
+            forward_only or backward_hooks or own_zero or has_start or has_end or timed or
+            step_schedulers or step_plateau or epoch_schedulers)
+    if plain:
+        batch_idx, total, losses, ran_out = _plain_batches(
+            trainer, zip(indices, iterator), results, training_step, optimizer, backward,
+            watch, start, total)
+        exhausted = ran_out and batch_idx + 1 < n_batches
+    else:
+        for batch_idx, batch in zip(indices, iterator):
+            if transfer is not None:
+                batch = transfer(batch, 0)
+            results.batch = batch
+            trainer.run_state.steps_before_batch = trainer.global_step
+            if has_start and hooks("on_train_batch_start", batch, batch_idx) == -1:
+                break
+            batches.started += 1
+            stepped = False
+            if forward_only:  # e.g. SWA's batch-norm epoch: statistics only, nothing optimized
+                results.hook = "training_step"
+                with torch.no_grad():
+                    output = training_step(batch, batch_idx)
+            elif automatic:
+                if accumulate == 1:
+                    first = last = True
                 else:
-                    optimizer_step(optimizer, closure, after)
-                    trainer.global_step += 1
-                stepped = True
-                if not ran:
-                    _closure_not_run(own_step)
+                    first = batch_idx % accumulate == 0
+                    last = (batch_idx + 1) % accumulate == 0 or batch_idx + 1 == n_batches
+                ran = False
+                if last:
+                    if own_step:
+                        module.optimizer_step(epoch, batch_idx, user_optimizer, closure)
+                    elif unwrapped:
+                        closure()
+                        if after is not None:
+                            after()
+                        optimizer.step()
+                        trainer.global_step += 1
+                    else:
+                        optimizer_step(optimizer, closure, after)
+                        trainer.global_step += 1
+                    stepped = True
+                    if not ran:
+                        _closure_not_run(own_step)
+                else:
+                    with strategy.no_backward_sync():
+                        closure()
             else:
-                with strategy.no_backward_sync():
-                    closure()
-        else:
-            before = trainer.global_step
-            results.hook = "training_step"
-            output = training_step(batch, batch_idx)
-            stepped = trainer.global_step != before
-            if (manual_loss := loss_of_output(output)) is not None:
-                watch.record(manual_loss, epoch, before, batch_idx)
-        if stepped and step_schedulers:
-            _step_schedulers(trainer, "step", plateau=False)
-        # Lightning: epoch schedulers step at the last batch (not in a forward-only epoch)
-        if epoch_schedulers and batch_idx + 1 == n_batches and not forward_only:
-            _step_schedulers(trainer, "epoch", plateau=False)
-        batches.completed = batch_idx + 1
-        ends_window = stepped or not automatic
-        progress.uncounted = int(ends_window)
-        if has_end:
-            hooks("on_train_batch_end", output, batch, batch_idx)
-        if ends_window and ((progress.batches_that_stepped + 1) % log_every == 0
-                            or trainer.should_stop):
-            watch.check()  # the one host sync for non-finite losses, at the logging cadence
-            if loggers:
-                trainer.metrics.log_step(results)
-        if preemption is not None and (stepped or not automatic) and (
-                action := preemption.poll()):
-            raise preemption.act(action)  # between optimizer steps: nothing half-accumulated
-        if val_every is not None and _should_validate(trainer, batch_idx, total, n_batches,
-                                                      val_every):
-            module.on_validation_model_zero_grad()
-            with preserved_rng():
-                evaluate(trainer, "validate", val[0], val[1], during_fit=True)
-            trainer.metrics.current = results
-        if stepped and step_plateau:
-            _step_schedulers(trainer, "step", plateau=True)
-        progress.batches_that_stepped += progress.uncounted
-        progress.uncounted = 0
-        total += 1
-        if (0 <= trainer.max_steps <= trainer.global_step) or (timed and _out_of_time(trainer)):
-            trainer.should_stop = True
-        if trainer.should_stop and _minimum_reached(trainer):
-            break
-    else:  # no break: the batches ran out, or the loader did before them
-        exhausted = batch_idx + 1 < n_batches
+                before = trainer.global_step
+                results.hook = "training_step"
+                output = training_step(batch, batch_idx)
+                stepped = trainer.global_step != before
+                if (manual_loss := loss_of_output(output)) is not None:
+                    watch.record(manual_loss, epoch, before, batch_idx)
+            if stepped and step_schedulers:
+                _step_schedulers(trainer, "step", plateau=False)
+            # Lightning: epoch schedulers step at the last batch (not in a forward-only epoch)
+            if epoch_schedulers and batch_idx + 1 == n_batches and not forward_only:
+                _step_schedulers(trainer, "epoch", plateau=False)
+            batches.completed = batch_idx + 1
+            ends_window = stepped or not automatic
+            progress.uncounted = int(ends_window)
+            if has_end:
+                hooks("on_train_batch_end", output, batch, batch_idx)
+            if ends_window and ((progress.batches_that_stepped + 1) % log_every == 0
+                                or trainer.should_stop):
+                watch.check()  # the one host sync for non-finite losses, at the logging cadence
+                if loggers:
+                    trainer.metrics.log_step(results)
+            if preemption is not None and (stepped or not automatic) and (
+                    action := preemption.poll()):
+                raise preemption.act(action)  # between optimizer steps: nothing half-accumulated
+            if val_every is not None and _should_validate(trainer, batch_idx, total, n_batches,
+                                                          val_every):
+                module.on_validation_model_zero_grad()
+                with preserved_rng():
+                    evaluate(trainer, "validate", val[0], val[1], during_fit=True)
+                trainer.metrics.current = results
+            if stepped and step_plateau:
+                _step_schedulers(trainer, "step", plateau=True)
+            progress.batches_that_stepped += progress.uncounted
+            progress.uncounted = 0
+            total += 1
+            if (0 <= trainer.max_steps <= trainer.global_step) or \
+                    (timed and _out_of_time(trainer)):
+                trainer.should_stop = True
+            if trainer.should_stop and _minimum_reached(trainer):
+                break
+        else:  # no break: the batches ran out, or the loader did before them
+            exhausted = batch_idx + 1 < n_batches
     ran_batches = batches.completed - start
     if automatic and ran_batches and losses == 0 and not forward_only:
         warnings.warn(f"training_step returned None for every batch of epoch {epoch} "
@@ -464,6 +476,57 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
     # Lightning: epoch-interval plateau schedulers step only after a complete epoch
     _end_train_epoch(trainer, results, complete=exhausted or batches.completed >= n_batches)
     return total
+
+
+def _plain_batches(trainer: Trainer, batches: Any, results: Any,
+                   training_step: Callable[..., Any], optimizer: Any,
+                   backward: Callable[..., Any], watch: NonFiniteWatch, start: int,
+                   total: int) -> tuple[int, int, int, bool]:
+    """An epoch's batches when nothing but the step runs between them: automatic optimization
+    of one optimizer stepped closure-first (``fulmen.direct.closure_first``), no accumulation,
+    no batch or backward hooks, no clipping, no step or epoch schedulers, no validation inside
+    the epoch, no time limit, no preemption vote, no batch transfer. The effects and their
+    order are the general loop's in ``_train_epoch`` for such a run (tested), without its
+    checks for what is not there. Returns the last batch index, ``total``, the losses seen and
+    whether the batches ran out (rather than a stop)."""
+    run_state = trainer.run_state
+    progress = run_state.progress
+    counter = progress.batches
+    epoch = trainer.current_epoch
+    log_every = trainer.log_every_n_steps
+    log_step = trainer.metrics.log_step if trainer.loggers else None
+    tensor = torch.Tensor
+    losses = 0
+    batch_idx = start - 1
+    for batch_idx, batch in batches:
+        results.batch = batch
+        run_state.steps_before_batch = trainer.global_step
+        counter.started += 1
+        results.hook = "training_step"
+        output = training_step(batch, batch_idx)
+        loss = output if type(output) is tensor and not output.is_leaf and \
+            output.numel() == 1 else _loss_of(output)
+        optimizer.zero_grad(set_to_none=True)
+        if loss is not None:  # None skips the batch: the zeroed gradients move nothing
+            losses += 1
+            watch.record(loss, epoch, trainer.global_step, batch_idx)
+            backward(loss)
+        optimizer.step()
+        trainer.global_step += 1
+        counter.completed = batch_idx + 1
+        if (progress.batches_that_stepped + 1) % log_every == 0 or trainer.should_stop:
+            progress.uncounted = 1
+            watch.check()  # the one host sync for non-finite losses, at the logging cadence
+            if log_step is not None:
+                log_step(results)
+            progress.uncounted = 0
+        progress.batches_that_stepped += 1
+        total += 1
+        if 0 <= trainer.max_steps <= trainer.global_step:
+            trainer.should_stop = True
+        if trainer.should_stop and _minimum_reached(trainer):
+            return batch_idx, total, losses, False
+    return batch_idx, total, losses, True
 
 
 def _minimum_reached(trainer: Trainer) -> bool:

@@ -8,6 +8,7 @@ the epoch. Floats are made only when something reads them.
 
 from __future__ import annotations
 
+import operator
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,23 +41,26 @@ def _metric_type() -> type | None:
     return getattr(module, "Metric", None) if module is not None else None
 
 
-class HostScalar:
+class HostScalar(tuple[Any, torch.dtype]):
     """A step value logged from a CPU tensor, read at once (on the CPU there is nothing to wait
     for) and kept as a Python number: holding the tensor would keep its storage alive into
-    the next step, which measurably slows torch's allocations there (docs/performance.md)."""
+    the next step, which measurably slows torch's allocations there (docs/performance.md).
 
-    __slots__ = ("dtype", "number")
+    Built as ``HostScalar((tensor.tolist(), tensor.dtype))``: a ``(number, dtype)`` pair
+    (``number``: a one-element list for shape ``(1,)``), so that building one runs no Python
+    code."""
 
-    def __init__(self, tensor: torch.Tensor) -> None:
-        self.number: Any = tensor.tolist()  # a number; a one-element list for shape (1,)
-        self.dtype = tensor.dtype
+    __slots__ = ()
+
+    number = property(operator.itemgetter(0))
+    dtype = property(operator.itemgetter(1))
 
     def tensor(self) -> torch.Tensor:
         """The value as the tensor it was logged as (dtype and shape)."""
-        return torch.tensor(self.number, dtype=self.dtype)
+        return torch.tensor(self[0], dtype=self[1])
 
     def __float__(self) -> float:
-        number = self.number
+        number = self[0]
         while type(number) is list:
             number = number[0]
         return float(number)
@@ -137,9 +141,24 @@ class Results:
         self.entries: dict[tuple[str, str], LoggedValue] = {}
         #: step_name -> last value (a HostScalar for a CPU value)
         self.step_values: dict[str, torch.Tensor | HostScalar] = {}
+        #: (hook, name) -> step_name of the entries whose value is only kept as the step's
+        #: (per step only, not synced, not a Metric, no dataloader suffix): ``log_step_value``
+        self._step_only: dict[tuple[str, str], str] = {}
         self._batch_size_cache: tuple[int, int] | None = None
 
     # ------------------------------------------------------------------ self.log
+
+    def log_step_value(self, name: str, value: Any) -> bool:
+        """``Module.log``'s fast path, for a value logged again under a name this hook logs per
+        step only (not synced, not per epoch, not a Metric, no dataloader suffix), as a CPU
+        scalar tensor: keeps it as :meth:`log` would and returns True; False for everything
+        else, which :meth:`log` takes (with every check)."""
+        step_name = self._step_only.get((self.hook, name))
+        if step_name is None or type(value) is not torch.Tensor or not value.is_cpu or \
+                value.numel() != 1:
+            return False
+        self.step_values[step_name] = HostScalar((value.tolist(), value.dtype))
+        return True
 
     def log(self, name: str, value: Any, prog_bar: bool, logger: bool, on_step: bool | None,
             on_epoch: bool | None, reduce_fx: Any, sync_dist: bool, rank_zero_only: bool,
@@ -171,8 +190,9 @@ class Results:
             step_value = value
             if entry.sync_dist and not entry.rank_zero_only:
                 step_value = self._reduce(value.detach(), entry.reduce_fx)
-            self.step_values[entry.step_name] = HostScalar(step_value) if step_value.is_cpu \
-                else step_value.detach()
+            self.step_values[entry.step_name] = HostScalar((
+                step_value.tolist(), step_value.dtype)) if step_value.is_cpu else \
+                step_value.detach()
         if entry.on_epoch:
             entry.add(value.detach(),
                       batch_size if batch_size is not None else self._batch_size())
@@ -208,6 +228,9 @@ class Results:
         entry = LoggedValue(name, self.hook, prog_bar, logger, on_step, on_epoch, fx, sync_dist,
                             rank_zero_only, suffix=suffix, metric=value if is_metric else None)
         self.entries[(self.hook, full)] = entry
+        if on_step and not on_epoch and not (sync_dist or suffix or self.dataloader_suffix or
+                                             is_metric):
+            self._step_only[(self.hook, full)] = entry.step_name
         saved = self._pending.pop(f"{entry.hook}|{entry.name}", None)
         if saved is not None:
             entry.values, entry.sizes = list(saved["values"]), list(saved["sizes"])
