@@ -37,17 +37,27 @@ dist.all_reduce(torch.ones(3, 4))
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_port_pair() -> int:
+    """A free port whose next one is free too: the rendezvous and the doctor's report store
+    (``port + 1``). A port picked alone often has its neighbour taken by an ephemeral socket,
+    and the doctor then reports per rank only (its documented fallback)."""
+    for _ in range(100):
+        with socket.socket() as first, socket.socket() as second:
+            first.bind(("127.0.0.1", 0))
+            port = first.getsockname()[1]
+            try:
+                second.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no two adjacent free ports found")
 
 
 @pytest.mark.timeout(120)
 def test_a_stuck_rank_is_named_with_its_file_and_line(tmp_path: Path):
     script = tmp_path / "stuck.py"
     script.write_text(SCRIPT)
-    port = free_port()
+    port = free_port_pair()
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     procs = [subprocess.Popen([sys.executable, str(script), str(rank), str(port)], env=env,
                               stderr=subprocess.PIPE, text=True, start_new_session=True)
