@@ -57,10 +57,10 @@ class HostScalar(tuple[Any, torch.dtype]):
 
     def tensor(self) -> torch.Tensor:
         """The value as the tensor it was logged as (dtype and shape)."""
-        return torch.tensor(self[0], dtype=self[1])
+        return torch.tensor(self.number, dtype=self.dtype)
 
     def __float__(self) -> float:
-        number = self[0]
+        number = self.number
         while type(number) is list:
             number = number[0]
         return float(number)
