@@ -171,6 +171,17 @@ def main() -> None:
                 by_name.items(), key=lambda kv: -statistics.median(kv[1])) if max(v) >= 1)
             main = statistics.median(r["main_us"] for r in rows)
             print(f"  {name:<14} {rank:<5} main {main:5.0f}   {threads}")
+    print("\nthe training thread's step, µs (medians over repeats and ranks): wall time, then "
+          "running on a CPU, runnable but waiting for one (the other rank's threads had the "
+          "cores), and blocked (mostly in the gradients' all-reduce, waiting for the other rank)")
+    for name in commands:
+        steps = [r["step_us"] for result in results[name] for r in result["ranks"].values()
+                 if "step_us" in r]
+        if steps:
+            wall, run, queued = (statistics.median(s[k] for s in steps)
+                                 for k in ("wall", "running", "queued"))
+            print(f"  {name:<14} wall {wall:6.0f}   running {run:5.0f}   waiting for a CPU "
+                  f"{queued:5.0f}   blocked {wall - run - queued:6.0f}")
     print("\nseconds from the command's start to each phase (medians; 'main' starts the ranks "
           "under ddp_spawn):")
     print(f"  {'':<14} {'rank':<5}" + "".join(f"{p[:11]:>12}" for p in PHASES))

@@ -10,11 +10,13 @@ Each process appends one JSON line to ``$FULMEN_BENCH_OUT`` at exit: its rank (`
 process that started ranks without training, as under ``ddp_spawn``), seconds since the command
 started (``FULMEN_BENCH_T0``) at each mark it passed, samples/s over the steps after ``WARMUP``
 (all ranks together), the CPU time per step over those steps (the main thread's, and every
-thread's by name), and its peak resident memory in MB. Marks: ``interpreter`` (this file
-starts running), ``imports`` (torch, the framework and scikit-learn imported), ``composed``
-(Trainer/Lite/Fabric built), ``launched`` (fit/launch called), ``group`` (process group joined
-and the model wrapped), ``first_batch``, ``first_step`` (first optimizer step done),
-``last_step``, ``finished`` (fit/launch returned) and ``exit`` (exit handlers, after teardown).
+thread's by name), how the main thread spent a step's wall time (on a CPU, waiting for one,
+blocked: from ``/proc``'s schedstat), and its peak resident memory in MB. Marks:
+``interpreter`` (this file starts running), ``imports`` (torch, the framework and scikit-learn
+imported), ``composed`` (Trainer/Lite/Fabric built), ``launched`` (fit/launch called),
+``group`` (process group joined and the model wrapped), ``first_batch``, ``first_step``
+(first optimizer step done), ``last_step``, ``finished`` (fit/launch returned) and ``exit``
+(exit handlers, after teardown).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import json
 import os
 import resource
 import sys
+import threading
 import time
 from typing import Any
 
@@ -66,6 +69,15 @@ def _write() -> None:
                               **GC}) + "\n")
 
 
+def _schedstat() -> list[int]:
+    """The calling thread's nanoseconds on a CPU and waiting for one (Linux; else zeros)."""
+    try:
+        with open(f"/proc/self/task/{threading.get_native_id()}/schedstat") as f:
+            return [int(v) for v in f.read().split()[:2]]
+    except OSError:
+        return [0, 0]
+
+
 def _task_ticks() -> dict[str, int]:
     """CPU ticks (user + system) of each thread of this process, by ``name:id`` (Linux)."""
     out: dict[str, int] = {}
@@ -88,6 +100,7 @@ class Clock:
         self.start = 0.0
         self.cpu = 0.0
         self.tasks: dict[str, int] = {}
+        self.sched = [0, 0]
 
     def tick(self, world: int) -> bool:
         """Count one optimizer step; True after the last."""
@@ -97,11 +110,18 @@ class Clock:
             GC["gc"] = [g["collections"] for g in gc.get_stats()]
             self.cpu = time.thread_time()
             self.tasks = _task_ticks()
+            self.sched = _schedstat()
             self.start = time.perf_counter()
         if self.step == STEPS:
             GC["gc"] = [g["collections"] - n for g, n in zip(gc.get_stats(), GC["gc"])]
-            RATE["samples_per_s"] = (STEPS - WARMUP) * BATCH * world / (
-                time.perf_counter() - self.start)
+            elapsed = time.perf_counter() - self.start
+            RATE["samples_per_s"] = (STEPS - WARMUP) * BATCH * world / elapsed
+            # the main thread's step: on a CPU, runnable but waiting for one, and the rest
+            # (blocked: mostly waiting for the gradients' all-reduce)
+            run, queued = (b - a for a, b in zip(self.sched, _schedstat()))
+            RATE["step_us"] = {"wall": elapsed / (STEPS - WARMUP) * 1e6,
+                               "running": run / 1e3 / (STEPS - WARMUP),
+                               "queued": queued / 1e3 / (STEPS - WARMUP)}
             # CPU time per step: the main thread, and every thread (name:id) from /proc
             RATE["main_us"] = (time.thread_time() - self.cpu) / (STEPS - WARMUP) * 1e6
             now = _task_ticks()

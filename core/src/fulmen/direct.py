@@ -29,12 +29,14 @@ def direct_step(strategy: Strategy, method: str) -> Callable[..., Any] | None:
 
 
 def direct_backward(strategy: Strategy) -> Callable[..., None]:
-    """``strategy.backward``, or ``Tensor.backward`` when neither the strategy nor its
-    precision changes backward."""
-    if type(strategy).backward is Strategy.backward and \
-            type(strategy.precision).backward is Precision.backward:
+    """What a backward outside ``strategy.step`` calls: ``Tensor.backward`` when neither the
+    strategy (``Strategy.plain_backward_outside_step``) nor its precision changes backward,
+    the precision's ``backward`` when only the precision does, else ``strategy.backward``."""
+    if not strategy.plain_backward_outside_step():
+        return strategy.backward
+    if type(strategy.precision).backward is Precision.backward:
         return torch.Tensor.backward
-    return strategy.backward
+    return strategy.precision.backward
 
 
 def direct_optimizer_step(strategy: Strategy) -> Callable[..., Any]:

@@ -130,6 +130,41 @@ def test_the_bypass_is_taken_only_for_the_base_behaviour():
     assert not plain_optimizer_step(counting)
 
 
+def test_a_backward_that_differs_only_inside_step_is_passed_over_outside_it():
+    """DDP's and FSDP's ``backward`` add something only inside ``step`` (manual optimization
+    within the forward): outside it the loops call the precision's, or ``Tensor.backward``. A
+    subclass that overrides ``backward`` again keeps its override on every batch."""
+    from fulmen_strategies import DDPStrategy, FSDPStrategy
+
+    class CountingDDP(DDPStrategy):
+        def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+            super().backward(loss, *args, **kwargs)
+
+    for strategy in (DDPStrategy(), FSDPStrategy()):
+        assert strategy.plain_backward_outside_step()
+        strategy.precision = Precision32()
+        assert direct_backward(strategy) is torch.Tensor.backward
+        strategy.precision = CountingPrecision()
+        assert direct_backward(strategy) == strategy.precision.backward
+    counting = CountingDDP()
+    counting.precision = Precision32()
+    assert not counting.plain_backward_outside_step()
+    assert direct_backward(counting) == counting.backward
+    assert not CountingStrategy().plain_backward_outside_step()
+
+
+def test_with_a_precision_backward_only_the_precisions_runs_every_batch():
+    precision = CountingPrecision()
+    lite = fulmen.Lite(accelerator="cpu", plugins=[precision])
+    model = torch.nn.Linear(4, 1)
+    model, optimizer = lite.setup(model, torch.optim.SGD(model.parameters(), lr=0.1))
+    for _ in range(3):
+        optimizer.zero_grad()
+        lite.backward(model(torch.randn(2, 4)).sum())
+        optimizer.step()
+    assert precision.counts["backward"] == 3
+
+
 class StepRecordingSGD(torch.optim.SGD):
     """A subclass: its step gets the closure, as Lightning passes it."""
 

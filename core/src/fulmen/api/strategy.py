@@ -232,6 +232,16 @@ class Strategy(Named, ABC):
         """Backward through the precision (loss scaling)."""
         self.precision.backward(loss, *args, **kwargs)
 
+    def plain_backward_outside_step(self) -> bool:
+        """Whether :meth:`backward`, called outside :meth:`step` (automatic optimization's
+        closure, a Lite loop), does only what this base class's does: the precision's
+        ``backward``. The loops then call that (or ``Tensor.backward``) directly, a Python
+        frame or more less per batch. Default: whether the class keeps this ``backward``. A
+        strategy whose override adds something only while ``step`` runs (DDP and FSDP: a
+        manual-optimization backward inside the forward) returns True for its own override,
+        and False for a subclass that overrides ``backward`` again."""
+        return type(self).backward is Strategy.backward
+
     def optimizer_step(self, optimizer: Any, closure: Callable[[], Any] | None = None,
                        after_closure: Callable[[], None] | None = None) -> Any:
         """Step ``optimizer``: ``closure`` computes the loss and gradients, ``after_closure``
