@@ -78,6 +78,18 @@ class Hooks:
         ``configure_optimizers`` in every stage, so make it idempotent."""
 
 
+@contextlib.contextmanager
+def jit_tracing() -> Iterator[None]:
+    """Inside, ``torch.jit`` may trace or script a :class:`Module` that no Trainer holds (its
+    attribute walk reads ``trainer``, which is then None), as Lightning's ``_jit_is_scripting``
+    does; ``TensorBoardLogger.log_graph`` traces under it."""
+    before, Module._jit_is_scripting = Module._jit_is_scripting, True
+    try:
+        yield
+    finally:
+        Module._jit_is_scripting = before
+
+
 class Module(Hooks, HasHyperparameters, torch.nn.Module):
     """Base class for models trained by ``fulmen.Trainer``."""
 
@@ -91,6 +103,9 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
     #: The ``__init__`` argument whose dict/Namespace ``save_hyperparameters(container)`` saved;
     #: ``load_from_checkpoint`` passes the saved values back as that argument.
     hparams_name: str | None = None
+    #: True while ``torch.jit`` walks the module's attributes (:func:`jit_tracing`): ``trainer``
+    #: is then None instead of an error on a module not attached to a Trainer
+    _jit_is_scripting: bool = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -105,6 +120,8 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
     @property
     def trainer(self) -> Trainer:
         if self._trainer is None:
+            if Module._jit_is_scripting:
+                return None  # type: ignore[return-value]
             raise FulmenError(f"{type(self).__name__} is not attached to a Trainer; it is "
                               "attached by trainer.fit/validate/test/predict")
         return self._trainer

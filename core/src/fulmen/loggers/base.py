@@ -37,6 +37,10 @@ class Logger(ABC):
     def log_hyperparams(self, params: dict[str, Any]) -> None:
         """Record the run's hyper-parameters."""
 
+    def log_graph(self, model: Any, input_array: Any = None) -> None:  # noqa: B027 - optional
+        """Record the module's graph (the Trainer calls it once when fit starts, after
+        ``log_hyperparams``). Default: nothing; ``TensorBoardLogger(log_graph=True)`` does."""
+
     def save(self) -> None:  # noqa: B027 - optional, nothing to flush by default
         """Flush what is buffered."""
 
@@ -59,13 +63,23 @@ class VersionedLogger(Logger):
         return self._dir.version
 
     @property
+    def save_dir(self) -> str:
+        """The folder (or URL) the logger was given."""
+        return self._dir.save_dir
+
+    @property
     def root_dir(self) -> str:
         """``<save_dir>/<name>`` (``save_dir`` without a name): where the versions are."""
-        return self._dir.root_dir
+        name = self.name
+        return storage.join(self.save_dir, name) if name else self.save_dir
 
     @property
     def log_dir(self) -> str:
-        return self._dir.log_dir
+        """``<root_dir>/version_<N>``, or ``<root_dir>/<version>`` for a string version (from
+        ``name`` and ``version``, so a subclass that overrides them moves it too)."""
+        version = self.version
+        return storage.join(self.root_dir, version if isinstance(version, str)
+                            else f"version_{version}")
 
     def set_version(self, version: int | str | None) -> None:
         self._dir.set_version(version)
@@ -89,6 +103,10 @@ class VersionedDir:
         self._root, self._name, self._version = os.fspath(root), name, version
 
     @property
+    def save_dir(self) -> str:
+        return self._root
+
+    @property
     def name(self) -> str:
         return self._name or ""
 
@@ -105,9 +123,3 @@ class VersionedDir:
         if self._version is None:
             self._version = next_version(self.root_dir)
         return self._version
-
-    @property
-    def log_dir(self) -> str:
-        version = self.version
-        label = version if isinstance(version, str) else f"version_{version}"
-        return storage.join(self.root_dir, str(label))

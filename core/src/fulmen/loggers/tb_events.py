@@ -36,7 +36,7 @@ class EventFile:
         self._flushed = 0.0
         self.path: str | None = None  # the file, once the first event opened it
 
-    def scalars(self, values: dict[str, float], step: int) -> None:
+    def scalars(self, values: dict[str, float], step: int | None) -> None:
         """One event holding every scalar."""
         from tensorboard.compat.proto.summary_pb2 import Summary
 

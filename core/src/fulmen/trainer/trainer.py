@@ -680,13 +680,20 @@ class Trainer(SelectionReport):
             cb.load_state_dict(state["checkpoint"])
 
     def _log_hyperparams(self) -> None:
-        params = dict(self.module.hparams_initial) if self.module is not None else {}
+        """Lightning's: each logger gets the hyper-parameters of the module and the datamodule
+        (those whose ``save_hyperparameters(logger=False)`` did not opt out), then the
+        module's graph; on global rank zero."""
+        if not self.loggers or not self.is_global_zero or self.module is None:
+            return
+        params: dict[str, Any] | None = None
+        if getattr(self.module, "_log_hyperparams", True):
+            params = dict(self.module.hparams_initial)
         if self.datamodule is not None and self.datamodule._log_hyperparams:
-            params.update(self.datamodule.hparams)
-        if self.loggers and self.is_global_zero and getattr(self.module, "_log_hyperparams",
-                                                            True):
-            for lg in self.loggers:
+            params = {**(params or {}), **self.datamodule.hparams}
+        for lg in self.loggers:
+            if params is not None:
                 lg.log_hyperparams(params)
+            lg.log_graph(self.module)
 
     def _prepare_data(self) -> None:
         """``prepare_data`` of the DataModule and the module: once per node (local rank 0),
