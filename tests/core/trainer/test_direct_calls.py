@@ -100,15 +100,19 @@ def test_a_precision_that_overrides_them_runs_them_every_batch():
                                 "optimizer_step": BATCHES}
 
 
-def test_lite_runs_the_overrides_too():
-    strategy, precision = CountingStrategy(), CountingPrecision()
-    lite = fulmen.Lite(accelerator="cpu", strategy=strategy, plugins=[precision])
+def _three_lite_steps(lite: fulmen.Lite) -> None:
     model = torch.nn.Linear(4, 1)
     model, optimizer = lite.setup(model, torch.optim.SGD(model.parameters(), lr=0.1))
     for _ in range(3):
         optimizer.zero_grad()
         lite.backward(model(torch.randn(2, 4)).sum())
         optimizer.step()
+
+
+def test_lite_runs_the_overrides_too():
+    strategy, precision = CountingStrategy(), CountingPrecision()
+    lite = fulmen.Lite(accelerator="cpu", strategy=strategy, plugins=[precision])
+    _three_lite_steps(lite)
     assert strategy.counts == {"backward": 3, "optimizer_step": 3}
     assert precision.counts["backward"] == 3 and precision.counts["optimizer_step"] == 3
 
@@ -156,12 +160,7 @@ def test_a_backward_that_differs_only_inside_step_is_passed_over_outside_it():
 def test_with_a_precision_backward_only_the_precisions_runs_every_batch():
     precision = CountingPrecision()
     lite = fulmen.Lite(accelerator="cpu", plugins=[precision])
-    model = torch.nn.Linear(4, 1)
-    model, optimizer = lite.setup(model, torch.optim.SGD(model.parameters(), lr=0.1))
-    for _ in range(3):
-        optimizer.zero_grad()
-        lite.backward(model(torch.randn(2, 4)).sum())
-        optimizer.step()
+    _three_lite_steps(lite)
     assert precision.counts["backward"] == 3
 
 
