@@ -5,7 +5,8 @@
 plain PyTorch DDP script under ``torchrun``; ``Trainer(strategy="ddp")``;
 ``Trainer(strategy="ddp_spawn")``; a Lite loop under ``ddp``; and Lightning's Trainer and Fabric
 under ``ddp`` when the ``lightning`` package is installed (fulmen does not depend on it).
-Interleaved repeats (6 by default), so machine noise hits all alike.
+Interleaved repeats (10 by default; every other one in the reverse order), so machine noise
+hits all alike.
 
 Prints, per command, the medians of: samples/s, time from the command's start to the first step
 (slowest rank), teardown (last step on the slowest rank to the command's exit), whole-command wall
@@ -99,7 +100,7 @@ def run(command: list[str]) -> dict[str, Any]:
 
 
 def main() -> None:
-    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 6
+    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     py = sys.executable
     commands = {
         "torchrun": [py, "-m", "torch.distributed.run", "--nproc_per_node=2",
@@ -117,9 +118,9 @@ def main() -> None:
                     if n == "torchrun" or any(n.startswith(o) for o in only)}
     results: dict[str, list[dict[str, Any]]] = {name: [] for name in commands}
     aborted: list[str] = []
-    for _ in range(repeats):
-        for name, command in commands.items():
-            results[name].append(run_again_if_aborted(command, aborted))
+    for i in range(repeats):  # every other repeat in the reverse order: none always runs first
+        for name in list(commands) if i % 2 == 0 else reversed(list(commands)):
+            results[name].append(run_again_if_aborted(commands[name], aborted))
 
     def median(name: str, key: str) -> float:
         return statistics.median(r[key] for r in results[name])
