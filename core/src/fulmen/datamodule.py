@@ -63,8 +63,6 @@ class DataModule(HasHyperparameters):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore what ``state_dict`` returned."""
 
-    _log_hyperparams = True  # save_hyperparameters(logger=False) keeps them from the loggers
-
     def save_hyperparameters(self, *names: Any, ignore: str | list[str] | None = None,
                              logger: bool = True) -> None:
         """Record ``__init__`` arguments (all, or those named; or one dict/Namespace) in

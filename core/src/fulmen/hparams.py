@@ -26,6 +26,9 @@ class HasHyperparameters:
     ``fulmen.DataModule`` through ``save_hyperparameters``): a checkpoint stores a reference
     to such an object as its class and ``hparams`` (:mod:`fulmen.references`)."""
 
+    #: False after ``save_hyperparameters(logger=False)``: the Trainer keeps them from the loggers
+    _log_hyperparams: bool = True
+
     @property
     def hparams(self) -> AttributeDict:
         """The recorded constructor arguments (empty when none were saved)."""

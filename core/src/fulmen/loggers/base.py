@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import re
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fulmen import storage
+
+if TYPE_CHECKING:
+    from fulmen.module import Module
 
 
 class Logger(ABC):
@@ -37,7 +40,7 @@ class Logger(ABC):
     def log_hyperparams(self, params: dict[str, Any]) -> None:
         """Record the run's hyper-parameters."""
 
-    def log_graph(self, model: Any, input_array: Any = None) -> None:  # noqa: B027 - optional
+    def log_graph(self, model: Module, input_array: Any = None) -> None:  # noqa: B027 - optional
         """Record the module's graph (the Trainer calls it once when fit starts, after
         ``log_hyperparams``). Default: nothing; ``TensorBoardLogger(log_graph=True)`` does."""
 

@@ -686,7 +686,7 @@ class Trainer(SelectionReport):
         if not self.loggers or not self.is_global_zero or self.module is None:
             return
         params: dict[str, Any] | None = None
-        if getattr(self.module, "_log_hyperparams", True):
+        if self.module._log_hyperparams:
             params = dict(self.module.hparams_initial)
         if self.datamodule is not None and self.datamodule._log_hyperparams:
             params = {**(params or {}), **self.datamodule.hparams}
