@@ -105,8 +105,10 @@ def test_ckpt_path_hpc_and_last(tmp_path):
     with pytest.raises(ConfigurationError, match=r"ckpt_path='hpc': no hpc checkpoint is known "
                                                  r"\(no hpc_ckpt_<n>.ckpt in default_root_dir"):
         trainer.fit(*_plain(), ckpt_path="hpc")
-    with pytest.raises(ConfigurationError, match="ckpt_path='last': no last checkpoint"):
+    with pytest.warns(UserWarning, match="No checkpoint will be loaded"):  # starts fresh
         trainer.fit(*_plain(), ckpt_path="last")
+    assert trainer.global_step == 8 and trainer.ckpt_path is None
+    trainer = fulmen.Trainer(**lean(max_epochs=1, default_root_dir=tmp_path))
     with pytest.raises(SystemExit):
         run(tmp_path, Preemptible(), [SignalAt(4, signal.SIGUSR2)])
     for path in ("hpc", "last"):  # the newest checkpoint is the preemption one

@@ -17,6 +17,7 @@ from fulmen.trainer.checkpoint import (
     require_state_dict,
 )
 from fulmen.trainer.preemption import hpc_checkpoints
+from fulmen.utilities.rank_zero import rank_zero_warn
 
 if TYPE_CHECKING:
     from fulmen.trainer.trainer import Trainer
@@ -63,7 +64,12 @@ def dump(trainer: Trainer, weights_only: bool = False) -> dict[str, Any]:
 
 
 def resolve_path(trainer: Trainer, ckpt_path: Any) -> str | None:
-    """``ckpt_path`` as a path: ``"last"``, ``"best"`` and ``"hpc"`` looked up."""
+    """``ckpt_path`` as a path: ``"last"``, ``"best"`` and ``"hpc"`` looked up.
+
+    ``"last"`` is the newest complete checkpoint (:func:`newest`); when there is none yet the
+    stage starts fresh with a warning, as Lightning does, so a script can always pass
+    ``ckpt_path="last"`` and be restart-safe from its first attempt. Every rank takes rank
+    zero's answer."""
     if ckpt_path is None:
         return None
     if ckpt_path in ("last", "best", "hpc"):
@@ -72,7 +78,16 @@ def resolve_path(trainer: Trainer, ckpt_path: Any) -> str | None:
         if ckpt_path == "best" and cb is not None:
             path = cb.best_model_path
         elif ckpt_path == "last":
-            path = newest(trainer)
+            path = newest_agreed(trainer)
+            if path is None:
+                where = [f"default_root_dir={trainer.default_root_dir!r} (hpc_ckpt_<n>.ckpt)"]
+                if cb is not None and cb.dirpath:
+                    where.append(f"ModelCheckpoint dirpath={str(cb.dirpath)!r}")
+                rank_zero_warn(f'.{trainer.state}(ckpt_path="last") is set, but there is no '
+                               f"last checkpoint available in {' or '.join(where)}. No "
+                               "checkpoint will be loaded: the run starts fresh. HINT: Set "
+                               "`ModelCheckpoint(..., save_last=True)`.")
+                return None
         elif ckpt_path == "hpc":
             found = hpc_checkpoints(trainer.default_root_dir)
             path = str(found[-1][1]) if found else None
@@ -86,21 +101,64 @@ def resolve_path(trainer: Trainer, ckpt_path: Any) -> str | None:
     return str(ckpt_path)
 
 
+def newest_agreed(trainer: Trainer) -> str | None:
+    """:func:`newest` as rank zero sees it, on every rank (they must load the same one)."""
+    return trainer.strategy.broadcast(newest(trainer) if trainer.is_global_zero else None)
+
+
 def newest(trainer: Trainer) -> str | None:
-    """The most recently written checkpoint: a preemption checkpoint in default_root_dir or
-    one of ModelCheckpoint's (``last.ckpt`` or any other in its dirpath)."""
+    """The most recently written complete checkpoint: a preemption checkpoint in
+    default_root_dir or one of ModelCheckpoint's (``last.ckpt`` or any other in its dirpath).
+
+    Saves are atomic (a checkpoint gets its name only once whole), so a save a killed job left
+    behind has a temporary name and is never a candidate; a candidate that is still incomplete
+    (a directory missing a file its manifest lists, a truncated file, copied in part) is
+    skipped with a warning and the next newest is taken."""
     candidates = [p for _, p in hpc_checkpoints(trainer.default_root_dir)]
     cb, last = trainer.checkpoint_callback, None
     if cb is not None:
         last = cb.find_last()
         candidates += [last] if last else []
-        if cb.dirpath:
+        if cb.dirpath and storage.exists(cb.dirpath):
             candidates += [storage.join(cb.dirpath, name)
                            for name in storage.listdir(cb.dirpath)
                            if name.endswith(cb.FILE_EXTENSION)]
-    existing = [p for p in candidates if storage.exists(p)]
+    existing = {p: storage.mtime(p) for p in dict.fromkeys(candidates) if storage.exists(p)}
     # on a tie (object stores count whole seconds) the "last" file wins
-    return max(existing, key=lambda p: (storage.mtime(p), p == last)) if existing else None
+    for path in sorted(existing, key=lambda p: (existing[p], p == last), reverse=True):
+        problem = incomplete(path)
+        if problem is None:
+            return path
+        rank_zero_warn(f"skipping checkpoint {path!r} when looking for the newest: {problem}")
+    return None
+
+
+def incomplete(path: str) -> str | None:
+    """Why the checkpoint at ``path`` is not whole, or None: a directory's manifest lists a
+    file that is missing or has another size, or lists none; a file is not a complete
+    ``torch.save`` zip. (Checksums are compared when it is loaded.)"""
+    import zipfile
+    from pathlib import Path
+
+    from fulmen.checkpoint import canonical, manifest
+    from fulmen.errors import FulmenError
+
+    if storage.is_url(path):
+        return None  # an object store shows an object only once it is whole
+    local = Path(storage.local(path))
+    if local.is_dir():
+        try:
+            if manifest.read_directory_manifest(local) is None:
+                return f"it has no {manifest.FILE} (its save did not finish)"
+            canonical.check_directory(local)
+        except (FulmenError, ValueError) as exc:
+            return str(exc)
+        return None
+    with open(local, "rb") as handle:
+        legacy = handle.read(1) == b"\x80"
+    if not legacy and not zipfile.is_zipfile(local):
+        return f"it is not a complete torch.save file ({local.stat().st_size} bytes)"
+    return None
 
 
 def restore(trainer: Trainer, stage: str, ckpt_path: Any, weights_only: bool

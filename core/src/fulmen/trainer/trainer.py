@@ -611,7 +611,7 @@ class Trainer(SelectionReport):
                 if self.enable_autolog_hparams:
                     self._log_hyperparams()
             if stage == "fit" and ckpt_path is None and self.cluster_environment.restart_count():
-                ckpt_path = save_restore.newest(self)  # the scheduler restarted this job
+                ckpt_path = save_restore.newest_agreed(self)  # the scheduler restarted this job
             run.restore = save_restore.restore(self, stage, ckpt_path, weights_only)
             if self.is_global_zero:
                 self._announce(stage, ckpt_path)
