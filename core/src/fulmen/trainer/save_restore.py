@@ -80,11 +80,11 @@ def resolve_path(trainer: Trainer, ckpt_path: Any) -> str | None:
         elif ckpt_path == "last":
             path = newest_agreed(trainer)
             if path is None:
-                where = [f"default_root_dir={trainer.default_root_dir!r} (hpc_ckpt_<n>.ckpt)"]
+                places = [f"default_root_dir={trainer.default_root_dir!r} (hpc_ckpt_<n>.ckpt)"]
                 if cb is not None and cb.dirpath:
-                    where.append(f"ModelCheckpoint dirpath={str(cb.dirpath)!r}")
+                    places.append(f"ModelCheckpoint dirpath={str(cb.dirpath)!r}")
                 rank_zero_warn(f'.{trainer.state}(ckpt_path="last") is set, but there is no '
-                               f"last checkpoint available in {' or '.join(where)}. No "
+                               f"last checkpoint available in {' or '.join(places)}. No "
                                "checkpoint will be loaded: the run starts fresh. HINT: Set "
                                "`ModelCheckpoint(..., save_last=True)`.")
                 return None
