@@ -181,7 +181,9 @@ def test_bad_plugins_entries(fake_hardware):
     with pytest.raises(ConfigurationError, match=r"plugins=\[...\] holds two environments: "
                        r"'local' and 'fakecluster'; pass only one"):
         fulmen.Trainer(plugins=["local", "fakecluster"])
-    with pytest.raises(ConfigurationError, match="got 'slrum' of type str"):
+    with pytest.raises(ConfigurationError, match=r"plugins=\['slrum'\]: no active plugin "
+                       r"registers an environment or a precision named 'slrum'. "
+                       r"Did you mean 'slurm'\?"):
         fulmen.Trainer(plugins=["slrum"])
 
 
@@ -217,7 +219,8 @@ def test_disabled_plugin_names_say_so_and_by_what(fake_dists, monkeypatch):
     fake_dists.reload()
     with pytest.raises(ConfigurationError, match=r"precision='bf16-mixed': the precision is "
                        r"provided by plugin 'mixed' \(fulmen-precision 0.1.0\), which is disabled "
-                       r"by FULMEN_DISABLE_PLUGINS. Enable that plugin, or choose one of: "):
+                       r"\(disabled by FULMEN_DISABLE_PLUGINS\). To use it, remove 'mixed' from "
+                       r"FULMEN_DISABLE_PLUGINS; or choose one of: "):
         fulmen.Trainer(precision="bf16-mixed")
 
 

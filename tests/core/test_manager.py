@@ -189,6 +189,94 @@ def test_the_same_entry_point_name_from_two_distributions_is_an_error(fake_dists
         fake_dists.reload().catalog()
 
 
+def test_disabling_one_of_two_clashing_plugins_resolves_the_clash(fake_dists, monkeypatch):
+    strategy_plugin(fake_dists, "fulmen-one", "one", "same_name")
+    strategy_plugin(fake_dists, "fulmen-two", "two", "same_name")
+    with pytest.raises(PluginError) as clash:
+        fake_dists.reload().catalog()
+    assert "Disabling one of them resolves this: " in str(clash.value)
+    assert "FULMEN_DISABLE_PLUGINS=two keeps 'one'" in str(clash.value)
+    assert "FULMEN_DISABLE_PLUGINS=one keeps 'two'" in str(clash.value)
+    monkeypatch.setenv("FULMEN_DISABLE_PLUGINS", "two")
+    manager = fake_dists.reload()
+    assert manager.catalog().select("strategy", "same_name").plugin.name == "one"
+    assert (manager.plugins["one"].status, manager.plugins["two"].status) == ("active", "disabled")
+
+
+def test_the_way_out_of_an_entry_point_name_clash_is_disabling_one(fake_dists, monkeypatch):
+    strategy_plugin(fake_dists, "fulmen-a", "twin", "twin_a")
+    strategy_plugin(fake_dists, "fulmen-b", "twin", "twin_b")
+    with pytest.raises(PluginError, match=r"or disable one with "
+                       r"FULMEN_DISABLE_PLUGINS=fulmen-b:twin \(or fulmen-a:twin\)"):
+        fake_dists.reload().catalog()
+    monkeypatch.setenv("FULMEN_DISABLE_PLUGINS", "fulmen_B:twin")  # pip's spelling rules
+    manager = fake_dists.reload()
+    catalog = manager.catalog()
+    assert catalog.select("strategy", "twin_a").plugin.distribution == "fulmen-a"
+    assert catalog.find("strategy", "twin_b") is None
+    assert manager.plugins["twin"].distribution == "fulmen-a"
+    assert manager.plugins["fulmen-b:twin"].status == "disabled"
+
+
+def test_fulmen_plugins_lists_both_twins_and_which_is_disabled(fake_dists, monkeypatch, capsys):
+    import json
+
+    from fulmen.cli import main
+
+    strategy_plugin(fake_dists, "fulmen-a", "twin", "twin_a")
+    strategy_plugin(fake_dists, "fulmen-b", "twin", "twin_b")
+    monkeypatch.setenv("FULMEN_DISABLE_PLUGINS", "fulmen-a:twin")
+    fake_dists.reload()
+    assert main(["plugins", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    rows = {r["distribution"]: r["status"] for r in report["plugins"] if r["name"] == "twin"}
+    assert rows == {"fulmen-a": "disabled", "fulmen-b": "active"}
+    assert [e["name"] for e in report["names"]["strategy"] if e["plugin"] == "twin"] == ["twin_b"]
+
+
+def test_the_plain_entry_point_name_disables_both_twins(fake_dists, monkeypatch):
+    strategy_plugin(fake_dists, "fulmen-a", "twin", "twin_a")
+    strategy_plugin(fake_dists, "fulmen-b", "twin", "twin_b")
+    monkeypatch.setenv("FULMEN_DISABLE_PLUGINS", "twin")
+    manager = fake_dists.reload()
+    assert manager.catalog().find("strategy", "twin_a") is None
+    assert {i.status for i in manager.plugins.values() if i.name == "twin"} == {"disabled"}
+
+
+def test_a_qualified_name_that_matches_nothing_warns(fake_dists, monkeypatch):
+    monkeypatch.setenv("FULMEN_DISABLE_PLUGINS", "fulmen-nope:cpu")
+    with pytest.warns(PluginWarning, match=r"FULMEN_DISABLE_PLUGINS names 'fulmen-nope:cpu', "
+                      r"which is not an installed plugin"):
+        manager = fake_dists.reload()
+    assert manager.plugins["cpu"].status == "active"
+
+
+ENVIRONMENT_PLUGIN = """
+from fulmen import EnvironmentSpec, hookimpl
+
+@hookimpl
+def fulmen_environments():
+    yield EnvironmentSpec(name="acme", target="fulmen_environments:LocalEnvironment")
+"""
+
+
+@pytest.mark.parametrize("entry_point", ["acme", "acme_cluster"])
+def test_plugins_naming_a_disabled_environment_says_it_is_disabled(fake_dists, monkeypatch,
+                                                                   entry_point):
+    module = fake_dists.unique("acme")
+    fake_dists.add("fulmen-acme", {entry_point: module}, {module: ENVIRONMENT_PLUGIN})
+    fake_dists.reload()
+    assert fulmen.Trainer(plugins=["acme"]).cluster_environment.name == "acme"
+    monkeypatch.setenv("FULMEN_DISABLE_PLUGINS", entry_point)
+    fake_dists.reload()
+    with pytest.raises(fulmen.ConfigurationError) as info:
+        fulmen.Trainer(plugins=["acme"])
+    text = str(info.value)
+    assert f"plugin {entry_point!r} (fulmen-acme 1.0)" in text and "disabled" in text
+    assert f"remove {entry_point!r} from FULMEN_DISABLE_PLUGINS" in text
+    assert "does not know" not in text
+
+
 def test_discovery_is_cached_and_redone_in_a_forked_child(fake_dists):
     manager = fake_dists.reload()
     assert fulmen.get_plugin_manager() is manager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -46,11 +47,21 @@ class Catalog:
                 entry = Entry(record, info)
                 for name in record.names:
                     other = self._index[kind].get(name)
+                    if other is not None and other.plugin is info:
+                        clashes.append(
+                            f"{kind} name {name!r} is registered twice by {info.describe()} "
+                            f"({other.record.target_path} and {record.target_path}); the plugin "
+                            f"must yield each name once. Until it is fixed, disable it with "
+                            f"FULMEN_DISABLE_PLUGINS={info.name}"
+                        )
+                        continue
                     if other is not None:
                         clashes.append(
                             f"{kind} name {name!r} is registered twice: by "
-                            f"{other.plugin.describe()} and by {info.describe()}; disable one with "
-                            f"FULMEN_DISABLE_PLUGINS={info.name} (or {other.plugin.name})"
+                            f"{other.plugin.describe()} and by {info.describe()}. Disabling one "
+                            f"of them resolves this: FULMEN_DISABLE_PLUGINS={info.name} keeps "
+                            f"{other.plugin.name!r}, FULMEN_DISABLE_PLUGINS={other.plugin.name} "
+                            f"keeps {info.name!r}"
                         )
                         continue
                     self._index[kind][name] = entry
@@ -114,10 +125,20 @@ class Catalog:
         if info is None and isinstance(given, str):
             info = self.plugins.get(given.strip().lower())
             info = info if info is not None and info.status != ACTIVE else None
+        likely = self._likely_provider(given) if info is None and provider is None else None
+        if likely is not None:
+            state = ("disabled" if likely.status == DISABLED else "failed") + f" ({likely.reason})"
+            return (ConfigurationError if likely.status == DISABLED else PluginError)(
+                f"{label}: no active plugin registers this {kind}. {likely.describe()}, which "
+                f"is {state}, probably provides it (its name contains {str(given)!r}). To use "
+                f"it, {likely.how_to_enable()}; or choose one of: "
+                f"{format_choices(self.names(kind))}."
+            )
         if info is not None and info.status == DISABLED:
             return ConfigurationError(
-                f"{label}: the {kind} is provided by {info.describe()}, which is {info.reason}. "
-                f"Enable that plugin, or choose one of: {format_choices(self.names(kind))}."
+                f"{label}: the {kind} is provided by {info.describe()}, which is disabled "
+                f"({info.reason}). To use it, {info.how_to_enable()}; or choose one of: "
+                f"{format_choices(self.names(kind))}."
             )
         if info is not None and info.status != ACTIVE:
             return PluginError(
@@ -132,20 +153,48 @@ class Catalog:
             )
         return None
 
+    def _likely_provider(self, given: object) -> PluginInfo | None:
+        """The one plugin not loaded whose entry-point or distribution name contains ``given``
+        (``'acme'`` → ``acme_cluster`` from ``fulmen-acme``): its names are unknown, since a
+        plugin that is not loaded is never imported, so this is a hint for the error only."""
+        def norm(text: str) -> str:
+            return re.sub(r"[-_.]+", "_", text.strip().lower())
+
+        if not isinstance(given, str) or len(given.strip()) < 3:
+            return None
+        wanted = norm(given)
+        found = [i for i in self.plugins.values() if i.status != ACTIVE
+                 and (wanted in norm(i.name) or wanted in norm(i.distribution or ""))]
+        return found[0] if len(found) == 1 else None
+
     def unknown(self, kind: str, given: object, argument: str | None = None) -> FulmenError:
         """The error for a name no active plugin registers."""
         why = self.unavailable(kind, given, argument)
         if why is not None:
             return why
-        inactive = [i for i in self.plugins.values() if i.status != ACTIVE]
-        note = (" Plugins not loaded, which might provide it: "
-                + ", ".join(f"{i.name!r} ({i.status})" for i in inactive) + "."
-                if inactive else "")
+        note = self.not_loaded_note()
         return ConfigurationError(
             f"{argument or kind}={given!r} is not a registered {kind} name."
             f"{self.suggest(kind, given)} Available {PLURAL[kind]}: "
             f"{format_choices(self.names(kind))}.{note}"
         )
+
+    def not_loaded_note(self) -> str:
+        """Which plugins are not loaded (and so might provide a name asked for) and how to load
+        them; a disabled plugin's names are unknown, since it is never imported."""
+        groups: dict[str, list[str]] = {}
+        for info in self.plugins.values():
+            if info.status == DISABLED and info.reason.startswith("disabled by"):
+                groups.setdefault("Disabled plugins, which might provide it (remove one from "
+                                  "FULMEN_DISABLE_PLUGINS to load it)", []).append(info.name)
+            elif info.status == DISABLED:
+                groups.setdefault("Plugins not loaded under FULMEN_PLUGIN_AUTOLOAD=0, which might "
+                                  "provide it (add one to FULMEN_PLUGINS to load it)",
+                                  []).append(info.name)
+            elif info.status != ACTIVE:
+                groups.setdefault("Plugins that failed to load", []).append(
+                    f"{info.name} ({info.origin})")
+        return "".join(f" {what}: {', '.join(names)}." for what, names in groups.items())
 
     def matching(self, kind: str, keep: Callable[[Any], bool]) -> list[str]:
         """Canonical names of ``kind`` whose record passes ``keep``."""

@@ -104,6 +104,17 @@ class _Composer:
                 or self.catalog.unavailable("precision", item, "plugins"))
             if why is not None:
                 self.fail(why)
+            elif role is None and isinstance(item, str):
+                self.fail(
+                    f"plugins=[{item!r}]: no active plugin registers an environment or a "
+                    f"precision named {item!r}."
+                    + (self.catalog.suggest("environment", item)
+                       or self.catalog.suggest("precision", item))
+                    + " Environments: "
+                    f"{format_choices(self.catalog.names('environment'))}; precisions: "
+                    f"{format_choices(self.catalog.names('precision'))}."
+                    + self.catalog.not_loaded_note()
+                )
             elif role is None:
                 self.fail(
                     f"plugins=[...] got {item!r} of type {type(item).__name__}, which fulmen does "

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import importlib.metadata as metadata
 import os
+import re
 import sys
 import threading
 import warnings
@@ -73,8 +74,23 @@ class PluginInfo:
             return f"{self.distribution} {self.version or '?'}"
         return "registered at runtime"
 
+    @property
+    def qualified_name(self) -> str:
+        """``"fulmen-b:twin"``: tells apart two distributions that use one entry-point name."""
+        return f"{self.distribution}:{self.name}" if self.distribution else self.name
+
     def describe(self) -> str:
         return f"plugin {self.name!r} ({self.origin})"
+
+    def how_to_enable(self) -> str:
+        """What to change so that this plugin loads (empty when it is active)."""
+        if self.status == ACTIVE:
+            return ""
+        if self.status == FAILED:
+            return f"fix or reinstall {self.distribution or 'it'}"
+        if self.reason.startswith("disabled by"):
+            return f"remove {self.name!r} from FULMEN_DISABLE_PLUGINS"
+        return f"add {self.name!r} to FULMEN_PLUGINS (or unset FULMEN_PLUGIN_AUTOLOAD=0)"
 
 
 @dataclass(frozen=True)
@@ -137,36 +153,57 @@ class PluginManager:
     # ------------------------------------------------------------------ loading
 
     def load_entry_points(self) -> None:
-        """Find, filter and load every entry point of the ``fulmen.plugins`` group."""
+        """Find, filter and load every entry point of the ``fulmen.plugins`` group.
+
+        The disable list is applied first; clashes are judged among the plugins left, so
+        disabling one of two plugins that claim the same entry-point name resolves the clash.
+        """
         found = sorted(metadata.entry_points(group=ENTRY_POINT_GROUP),
                        key=lambda ep: (ep.name, ep.value))
-        infos: list[tuple[PluginInfo, metadata.EntryPoint]] = []
-        for ep in found:
-            info = PluginInfo(ep.name, ep.value, getattr(ep, "dist", None))
-            other = next((i for i, _ in infos if i.name == ep.name), None)
-            if other is not None:
-                self.problems.append(
-                    f"two distributions register the plugin name {ep.name!r}: {other.origin} "
-                    f"({other.value}) and {info.origin} ({info.value}); uninstall one of them"
-                )
-                continue
-            infos.append((info, ep))
-        self._check_names_in_settings([i.name for i, _ in infos])
-        for info, ep in infos:
-            self.plugins[info.name] = info
-            if info.name in self.settings.disabled:
+        infos = [(PluginInfo(ep.name, ep.value, getattr(ep, "dist", None)), ep) for ep in found]
+        self._check_names_in_settings([info for info, _ in infos])
+        for info, _ in infos:
+            if self._named(info, self.settings.disabled):
                 info.status, info.reason = DISABLED, "disabled by FULMEN_DISABLE_PLUGINS"
-            elif not self.settings.autoload and info.name not in self.settings.selected:
+            elif not self.settings.autoload and not self._named(info, self.settings.selected):
                 info.status = DISABLED
                 info.reason = "not named in FULMEN_PLUGINS while FULMEN_PLUGIN_AUTOLOAD=0"
-            else:
+        loaded: dict[str, PluginInfo] = {}
+        for info, _ in infos:
+            first = loaded.get(info.name)
+            if info.status == ACTIVE and first is not None:
+                info.status = FAILED
+                info.reason = f"its entry-point name is also registered by {first.origin}"
+                self.problems.append(
+                    f"two distributions register the plugin name {info.name!r}: {first.origin} "
+                    f"({first.value}) and {info.origin} ({info.value}); uninstall one of them, "
+                    f"or disable one with FULMEN_DISABLE_PLUGINS={info.distribution}:{info.name} "
+                    f"(or {first.distribution}:{info.name})"
+                )
+            elif info.status == ACTIVE:
+                loaded[info.name] = info
+        for info, _ in infos:  # the plugin that is loaded owns the plain name
+            key = info.name if loaded.get(info.name, info) is info else info.qualified_name
+            self.plugins[key if key not in self.plugins else info.qualified_name] = info
+        for info, ep in infos:
+            if info.status == ACTIVE:
                 self._load(info, ep.load)
 
-    def _check_names_in_settings(self, known: list[str]) -> None:
+    @staticmethod
+    def _named(info: PluginInfo, names: tuple[str, ...]) -> bool:
+        """Whether ``names`` (a FULMEN_* list) names this plugin: by entry-point name, or as
+        ``distribution:name`` when two distributions use the same entry-point name."""
+        if info.name in names:
+            return True
+        qualified = [_normalize(n) for n in names if ":" in n]
+        return bool(qualified) and _normalize(info.qualified_name) in qualified
+
+    def _check_names_in_settings(self, infos: list[PluginInfo]) -> None:
+        known = sorted({i.name for i in infos})
         for var, names in (("FULMEN_DISABLE_PLUGINS", self.settings.disabled),
                            ("FULMEN_PLUGINS", self.settings.selected)):
             for name in names:
-                if name not in known:
+                if not any(self._named(i, (name,)) for i in infos):
                     self._complain(f"{var} names {name!r}, which is not an installed plugin."
                                    f"{did_you_mean(name, known)} Installed plugins: "
                                    f"{format_choices(known)}.")
@@ -399,6 +436,12 @@ def _guard_wrapper(function: Callable[..., Any], report: Callable[[BaseException
         return received
 
     return guarded
+
+
+def _normalize(qualified: str) -> str:
+    """``"Fulmen_B:twin"`` → ``"fulmen-b:twin"``: distributions compare as pip compares them."""
+    dist, _, name = qualified.rpartition(":")
+    return f"{re.sub(r'[-_.]+', '-', dist).lower()}:{name}"
 
 
 def _trace_writer(message: str) -> None:
