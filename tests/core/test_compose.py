@@ -219,7 +219,7 @@ def test_disabled_plugin_names_say_so_and_by_what(fake_dists, monkeypatch):
     fake_dists.reload()
     with pytest.raises(ConfigurationError, match=r"precision='bf16-mixed': the precision is "
                        r"provided by plugin 'mixed' \(fulmen-precision 0.1.0\), which is disabled "
-                       r"\(disabled by FULMEN_DISABLE_PLUGINS\). To use it, remove 'mixed' from "
+                       r"by FULMEN_DISABLE_PLUGINS. To use it, remove 'mixed' from "
                        r"FULMEN_DISABLE_PLUGINS; or choose one of: "):
         fulmen.Trainer(precision="bf16-mixed")
 

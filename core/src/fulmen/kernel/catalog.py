@@ -136,8 +136,8 @@ class Catalog:
             )
         if info is not None and info.status == DISABLED:
             return ConfigurationError(
-                f"{label}: the {kind} is provided by {info.describe()}, which is disabled "
-                f"({info.reason}). To use it, {info.how_to_enable()}; or choose one of: "
+                f"{label}: the {kind} is provided by {info.describe()}, which is "
+                f"{info.reason}. To use it, {info.how_to_enable()}; or choose one of: "
                 f"{format_choices(self.names(kind))}."
             )
         if info is not None and info.status != ACTIVE:
