@@ -11,7 +11,7 @@ from typing import Any
 from fulmen.errors import ConfigurationError, FulmenError, PluginError, format_choices
 from fulmen.kernel.kinds import KINDS, PLURAL
 from fulmen.kernel.known_plugins import KNOWN
-from fulmen.kernel.manager import ACTIVE, DISABLED, PluginInfo
+from fulmen.kernel.plugin_info import ACTIVE, DISABLED, PluginInfo
 from fulmen.kernel.records import Spec
 
 __all__ = ["KINDS", "PLURAL", "Catalog", "Entry"]

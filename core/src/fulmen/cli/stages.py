@@ -32,10 +32,10 @@ from typing import Any
 import yaml
 from jsonargparse import ActionConfigFile, ArgumentParser, Namespace
 
-from fulmen import cli
 from fulmen.callbacks.base import Callback
 from fulmen.callbacks.prediction_writer import PredictionWriter
-from fulmen.cli import SUBCOMMANDS, CLIExit, chosen_subcommand, fail, top_parser
+from fulmen.cli import commands
+from fulmen.cli.parsing import CLIExit, chosen_subcommand, fail, top_parser
 from fulmen.datamodule import DataModule
 from fulmen.errors import ConfigurationError
 from fulmen.module import Module
@@ -45,7 +45,7 @@ from fulmen.trainer import Trainer
 
 log = logging.getLogger("fulmen.cli")
 
-STAGES = {name: SUBCOMMANDS[name] for name in ("fit", "validate", "test", "predict")}
+STAGES = {name: commands.SUBCOMMANDS[name].help for name in commands.STAGES}
 TOP_LEVEL = ("seed_everything", "trainer", "model", "data", "ckpt_path", "test_after_fit",
              "predictions_dir", "save_config")
 SAVE_CONFIG = ("true", "false", "overwrite")
@@ -391,13 +391,13 @@ def _unknown_key(path: Path, prefix: str, content: dict[str, Any],
 
 
 class FulmenCommand(FulmenCLI):
-    """The ``fulmen`` command: the stages, plus ``plugins``, ``doctor`` and ``checkpoint``."""
+    """The ``fulmen`` command: the stages, plus every other row of :data:`commands.SUBCOMMANDS`."""
 
     def subcommands(self) -> dict[str, str]:
-        return dict(SUBCOMMANDS)
+        return commands.helps()
 
     def subcommand_parser(self, name: str) -> ArgumentParser:
-        return cli.subcommand_parser(name)
+        return commands.subcommand_parser(name)
 
     def run_subcommand(self, name: str, config: Namespace) -> int:
-        return cli.run_subcommand(name, config)
+        return commands.run_subcommand(name, config)

@@ -1,0 +1,3 @@
+from fulmen.cli.dispatch import main
+
+raise SystemExit(main())
