@@ -67,3 +67,8 @@ class NonFiniteError(FulmenError, FloatingPointError):
 
 class NonFiniteWarning(UserWarning):
     """The training loss became NaN or infinite (reported once per process and fit)."""
+
+
+class LightningNameError(FulmenError, ImportError):
+    """A Lightning module or name, imported through ``fulmen run``'s Lightning names, has no
+    fulmen counterpart; the message names it and what does exist next to it."""

@@ -220,3 +220,9 @@ class EmptyInit(torch.overrides.TorchFunctionMode):
         if getattr(func, "__module__", None) == "torch.nn.init":
             return kwargs["tensor"] if "tensor" in kwargs else args[0]
         return func(*args, **kwargs)
+
+
+def is_wrapped(obj: object) -> bool:
+    """Whether ``obj`` is a module, optimizer or dataloader returned by ``Lite.setup*``
+    (Fabric's ``lightning.fabric.is_wrapped``)."""
+    return isinstance(obj, (LiteModule, LiteOptimizer, LiteDataLoader))

@@ -26,6 +26,7 @@ _EXPORTS = {
     "apply_to_collections": "fulmen.utilities.apply_func",
     "move_data_to_device": "fulmen.utilities.apply_func",
     "AttributeDict": "fulmen.hparams",
+    "is_overridden": "fulmen.utilities.model_helpers",
     # monitoring
     "Throughput": "fulmen.utilities.throughput",
     "ThroughputMonitor": "fulmen.utilities.throughput",
@@ -40,6 +41,7 @@ __all__ = [
     "apply_to_collection",
     "apply_to_collections",
     "get_available_flops",
+    "is_overridden",
     "isolate_rng",
     "measure_flops",
     "move_data_to_device",
@@ -70,6 +72,7 @@ if TYPE_CHECKING:
         apply_to_collections,
         move_data_to_device,
     )
+    from fulmen.utilities.model_helpers import is_overridden
     from fulmen.utilities.rank_zero import (
         WarningCache,
         rank_prefixed_message,
