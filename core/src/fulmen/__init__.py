@@ -19,6 +19,7 @@ _EXPORTS: dict[str, str] = {
     "Callback": "fulmen.callbacks.base",
     "seed_everything": "fulmen.seed",
     "Lite": "fulmen.lite",
+    "Fabric": "fulmen.lite",
     "hookimpl": "fulmen.kernel.hookspecs",
     "hookspec": "fulmen.kernel.hookspecs",
     "Accelerator": "fulmen.api",
@@ -48,6 +49,7 @@ __all__ = [
     "Callback",
     "seed_everything",
     "Lite",
+    "Fabric",
     "hookimpl",
     "hookspec",
     "Accelerator",
@@ -106,7 +108,7 @@ if TYPE_CHECKING:
     from fulmen.kernel.hookspecs import hookimpl, hookspec
     from fulmen.kernel.manager import get_plugin_manager, reload_plugins
     from fulmen.kernel.records import AcceleratorSpec, EnvironmentSpec, PrecisionSpec, StrategySpec
-    from fulmen.lite import Lite
+    from fulmen.lite import Fabric, Lite
     from fulmen.module import Module
     from fulmen.seed import seed_everything
     from fulmen.trainer import Trainer

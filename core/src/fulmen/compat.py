@@ -26,7 +26,7 @@ __all__ = ["Callback", "EarlyStopping", "LearningRateMonitor", "LightningDataMod
 
 
 def __getattr__(name: str) -> Any:
-    if name == "LightningLite":  # fulmen.Lite, imported when asked for
+    if name in ("LightningLite", "Fabric"):  # fulmen.Lite, imported when asked for
         from fulmen.lite import Lite
 
         return Lite

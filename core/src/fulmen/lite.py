@@ -610,3 +610,7 @@ class Lite(SelectionReport):
         if not os.access(folder, os.W_OK):
             raise ConfigurationError(f"lite.save: {str(folder)!r} is not writable; nothing was "
                                      "written. Choose another path")
+
+
+#: Lightning Fabric's name for :class:`Lite` (``lightning.fabric.Fabric``).
+Fabric = Lite

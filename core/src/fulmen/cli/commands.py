@@ -55,6 +55,12 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "checkpoint": Subcommand("inspect, convert, verify or diff checkpoints: fulmen checkpoint "
                              "inspect|convert|verify|diff --help", "fulmen.checkpoint.tool",
                              raw=True),
+    "run": Subcommand("run a Lightning script unmodified on fulmen: fulmen run SCRIPT "
+                      "[ARGS...] (lightning, pytorch_lightning, lightning_fabric resolve to "
+                      "fulmen)", "fulmen.dropin.run", raw=True),
+    "migrate": Subcommand("rewrite Lightning scripts for fulmen (imports, 1.x idioms): fulmen "
+                          "migrate PATH... [--diff] [--check]", "fulmen.dropin.migrate",
+                          raw=True),
 }
 
 

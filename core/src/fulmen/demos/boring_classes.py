@@ -14,7 +14,6 @@ from fulmen.module import Module as LightningModule
 from fulmen.utilities.apply_func import apply_to_collection
 from fulmen.utilities.types import STEP_OUTPUT
 
-
 __all__ = ["BoringDataModule", "BoringDataModuleNoLen", "BoringModel", "DemoModel",
            "IterableBoringDataModule", "ManualOptimBoringModel", "Net", "RandomDataset",
            "RandomDictDataset", "RandomIterableDataset", "RandomIterableDatasetWithLen"]

@@ -38,7 +38,7 @@ _CORE = {"LightningModule": "fulmen.module:Module",
          "LightningDataModule": "fulmen.datamodule:DataModule"}
 _TOP = {**_CORE, "Trainer": "fulmen.trainer:Trainer", "Callback": "fulmen.callbacks.base:Callback",
         "seed_everything": "fulmen.seed:seed_everything"}
-_FABRIC = {"Fabric": "fulmen.lite:Lite", "seed_everything": "fulmen.seed:seed_everything"}
+_FABRIC = {"Fabric": "fulmen.lite:Fabric", "seed_everything": "fulmen.seed:seed_everything"}
 _SEED = {n: f"fulmen.seed:{n}" for n in ("seed_everything", "reset_seed", "isolate_rng",
                                           "pl_worker_init_function")}
 _PRECISION = {"Precision": "fulmen.api:Precision",
@@ -55,7 +55,7 @@ _UTILITIES = {"is_overridden": "fulmen.utilities.model_helpers:is_overridden",
 _TYPES = ("fulmen.utilities.types",)
 
 MODULES: dict[str, ModuleMap] = {
-    "lightning": ModuleMap(names={**_TOP, "Fabric": "fulmen.lite:Lite"}),
+    "lightning": ModuleMap(names={**_TOP, "Fabric": "fulmen.lite:Fabric"}),
     # ------------------------------------------------------------------ lightning.pytorch
     "lightning.pytorch": ModuleMap(names=_TOP),
     "lightning.pytorch.core": ModuleMap(names=_CORE, lenient=True),
@@ -66,8 +66,8 @@ MODULES: dict[str, ModuleMap] = {
     "lightning.pytorch.profilers": ModuleMap(("fulmen.profilers",), lenient=True),
     "lightning.pytorch.tuner": ModuleMap(("fulmen.tuner",), lenient=True),
     "lightning.pytorch.cli": ModuleMap(
-        names={"LightningCLI": "fulmen.run_cli:FulmenCLI",
-               "SaveConfigCallback": "fulmen.run_cli:SaveConfigCallback",
+        names={"LightningCLI": "fulmen.cli.stages:FulmenCLI",
+               "SaveConfigCallback": "fulmen.cli.stages:SaveConfigCallback",
                "LightningArgumentParser": "jsonargparse:ArgumentParser"}),
     "lightning.pytorch.strategies": ModuleMap(("fulmen_strategies",), _STRATEGIES, lenient=True),
     "lightning.pytorch.accelerators": ModuleMap(("fulmen_accelerators",), _ACCELERATORS,
