@@ -72,3 +72,9 @@ class NonFiniteWarning(UserWarning):
 class LightningNameError(FulmenError, ImportError):
     """A Lightning module or name, imported through ``fulmen run``'s Lightning names, has no
     fulmen counterpart; the message names it and what does exist next to it."""
+
+
+class LegacyHookError(FulmenError, NotImplementedError):
+    """The module implements a Lightning 1.x hook that Lightning 2 (and fulmen) no longer call,
+    such as ``training_epoch_end(outputs)``; raised before the stage starts, as Lightning 2 does
+    (``NotImplementedError``), with the hook to use instead."""

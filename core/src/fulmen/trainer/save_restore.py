@@ -63,6 +63,45 @@ def dump(trainer: Trainer, weights_only: bool = False) -> dict[str, Any]:
     return checkpoint
 
 
+def select(trainer: Trainer, stage: str, ckpt_path: Any, model_provided: bool) -> Any:
+    """The ``ckpt_path`` that ``validate``/``test``/``predict`` use, by Lightning 2.6's rules:
+    what was given, else None when a model is passed (its weights as they are), else -- no
+    model passed but one connected by an earlier ``fit`` (or stage) -- ``"best"``, with
+    Lightning's warning."""
+    if ckpt_path is not None or model_provided or trainer.module is None:
+        return ckpt_path
+    rank_zero_warn(f"`.{stage}(ckpt_path=None)` was called without a model. The best model of "
+                   f"the previous `fit` call will be used. You can pass `.{stage}(ckpt_path="
+                   f"'best')` to use the best model or `.{stage}(ckpt_path='last')` to use the "
+                   "last model. If you pass a value, this warning will be silenced.")
+    return "best"
+
+
+def _best(trainer: Trainer) -> str:
+    """The best checkpoint of the first ModelCheckpoint (Lightning's errors and warning)."""
+    stage, callbacks = trainer.state, trainer.checkpoint_callbacks
+    if len(callbacks) > 1:
+        rank_zero_warn(f'`.{stage}(ckpt_path="best")` is called with Trainer configured with '
+                       "multiple `ModelCheckpoint` callbacks. It will use the best checkpoint "
+                       "path from first checkpoint callback.")
+    if not callbacks:
+        raise ConfigurationError(f'`.{stage}(ckpt_path="best")` is set but `ModelCheckpoint` '
+                                 "is not configured. Pass a model to use its weights as they are "
+                                 "(trainer.{stage}(model, ...)), or a checkpoint file.")
+    path = callbacks[0].best_model_path
+    if not path:
+        if trainer.fast_dev_run:
+            raise ConfigurationError(
+                f'You cannot execute `.{stage}(ckpt_path="best")` with `fast_dev_run=True`. '
+                f"Please pass an exact checkpoint path to `.{stage}(ckpt_path=...)` or a model.")
+        raise ConfigurationError(
+            f'`.{stage}(ckpt_path="best")` is set but `ModelCheckpoint` is not configured to '
+            "save the best model (no checkpoint was saved: save_top_k=0, or no monitored value "
+            f"yet). Pass a model to use its weights as they are (trainer.{stage}(model, ...)), "
+            "or a checkpoint file.")
+    return str(path)
+
+
 def resolve_path(trainer: Trainer, ckpt_path: Any) -> str | None:
     """``ckpt_path`` as a path: ``"last"``, ``"best"`` and ``"hpc"`` looked up.
 
@@ -75,8 +114,8 @@ def resolve_path(trainer: Trainer, ckpt_path: Any) -> str | None:
     if ckpt_path in ("last", "best", "hpc"):
         cb = trainer.checkpoint_callback
         path: str | None = None
-        if ckpt_path == "best" and cb is not None:
-            path = cb.best_model_path
+        if ckpt_path == "best":
+            return _best(trainer)
         elif ckpt_path == "last":
             path = newest_agreed(trainer)
             if path is None:

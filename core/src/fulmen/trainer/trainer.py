@@ -25,6 +25,7 @@ from fulmen.module import Module
 from fulmen.status import banner, configure_logging
 from fulmen.trainer import config, data, loops, save_restore
 from fulmen.trainer.hooks import HookTable
+from fulmen.trainer.legacy_hooks import refuse_legacy_hooks
 from fulmen.trainer.metrics import Metrics
 from fulmen.trainer.optim import LRSchedulerConfig
 from fulmen.trainer.optimization import Optimization
@@ -434,6 +435,7 @@ class Trainer(SelectionReport):
         there are several)."""
         if isinstance(dataloaders, DataModule):
             datamodule, dataloaders = dataloaders, None
+        ckpt_path = save_restore.select(self, "predict", ckpt_path, model is not None)
         model = self._check_call(model or self.module, datamodule, "predict", dataloaders)
         self.module, self.datamodule = model, datamodule
         return self.strategy.launch(self._run, "predict", model, datamodule, ckpt_path,
@@ -538,6 +540,7 @@ class Trainer(SelectionReport):
                   weights_only: bool) -> list[dict[str, float]]:
         if isinstance(dataloaders, DataModule):
             datamodule, dataloaders = dataloaders, None
+        ckpt_path = save_restore.select(self, stage, ckpt_path, model is not None)
         model = self._check_call(model or self.module, datamodule, stage, dataloaders)
         self.module, self.datamodule = model, datamodule
         key = "val" if stage == "validate" else "test"
@@ -560,6 +563,7 @@ class Trainer(SelectionReport):
         if datamodule is not None and any(x is not None for x in loaders):
             raise ConfigurationError(f"trainer.{stage}() got both dataloaders and a datamodule; "
                                      "pass one of them")
+        refuse_legacy_hooks(model, stage)
         return model
 
     def _run(self, stage: str, model: Module, datamodule: DataModule | None, ckpt_path: Any,
