@@ -154,8 +154,8 @@ def test_ckpt_path_errors(tmp_path):
     with pytest.raises(ConfigurationError, match=r"is not a fulmen checkpoint: it has no "
                        r"'state_dict' \(found \['weights'\]\)"):
         trainer.fit(TinyModule(), loader(), ckpt_path=tmp_path / "other.pt")
-    with pytest.raises(ConfigurationError, match=r"ckpt_path='best': no best checkpoint is "
-                       r"known \(no ModelCheckpoint callback\)"):
+    with pytest.raises(ConfigurationError, match=r"`.fit\(ckpt_path=\"best\"\)` is set but "
+                       r"`ModelCheckpoint` is not configured. Pass a checkpoint file"):
         trainer.fit(TinyModule(), loader(), ckpt_path="best")
 
 

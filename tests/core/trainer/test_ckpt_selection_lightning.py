@@ -63,9 +63,9 @@ def test_checkpoint_path_input(tmp_path: Path, ckpt_path, save_top_k, fn) -> Non
 
     if ckpt_path == "best":
         if save_top_k == 0:
-            with pytest.raises(ValueError, match=".*is not configured to save the best.*"):
+            with pytest.raises(ValueError, match=r".*is not configured to save the best.*"):
                 trainer_fn(ckpt_path=ckpt_path)
-            with pytest.raises(ValueError, match=".*is not configured to save the best.*"):
+            with pytest.raises(ValueError, match=r".*is not configured to save the best.*"):
                 trainer_fn(model, ckpt_path=ckpt_path)
         else:
             trainer_fn(ckpt_path=ckpt_path)
@@ -77,7 +77,7 @@ def test_checkpoint_path_input(tmp_path: Path, ckpt_path, save_top_k, fn) -> Non
         assert trainer.ckpt_path is None
         if save_top_k > 0:
             with pytest.warns(UserWarning,
-                              match="The best model of the previous `fit` call will be used"):
+                              match=r"The best model of the previous `fit` call will be used"):
                 trainer_fn(ckpt_path=ckpt_path)
             assert trainer.ckpt_path == trainer.checkpoint_callback.best_model_path
         elif save_top_k == 0:  # Lightning: "best" is chosen, and there is none
@@ -110,9 +110,9 @@ def test_tested_checkpoint_path_best(tmp_path: Path, enable_checkpointing, fn) -
         trainer_fn(model, ckpt_path="best")
         assert trainer.ckpt_path == trainer.checkpoint_callback.best_model_path
     else:
-        with pytest.raises(ValueError, match="`ModelCheckpoint` is not configured."):
+        with pytest.raises(ValueError, match=r"`ModelCheckpoint` is not configured\."):
             trainer_fn(ckpt_path="best")
-        with pytest.raises(ValueError, match="`ModelCheckpoint` is not configured."):
+        with pytest.raises(ValueError, match=r"`ModelCheckpoint` is not configured\."):
             trainer_fn(model, ckpt_path="best")
 
 
@@ -143,7 +143,7 @@ def test_test_after_fit_without_model_tests_the_best_weights(tmp_path: Path) -> 
     trainer.fit(model)
     last = model.layer.weight.sum().item()
     data = DataLoader(RandomDataset(32, 4))
-    with pytest.warns(UserWarning, match="The best model of the previous `fit` call"):
+    with pytest.warns(UserWarning, match=r"The best model of the previous `fit` call"):
         best = trainer.test(dataloaders=data, verbose=False)[0]["weight_sum"]
     saved = torch.load(trainer.checkpoint_callback.best_model_path, weights_only=True)
     assert best == pytest.approx(saved["state_dict"]["layer.weight"].sum().item())

@@ -47,15 +47,15 @@ def _trainer(tmp_path) -> fulmen.Trainer:
 
 def test_legacy_epoch_end_hooks(tmp_path) -> None:
     trainer = _trainer(tmp_path)
-    with pytest.raises(NotImplementedError, match="training_epoch_end` has been removed in v2.0"):
+    with pytest.raises(NotImplementedError, match=r"training_epoch_end` has been removed in v2.0"):
         trainer.fit(TrainingEpochEndModel())
     with pytest.raises(NotImplementedError,
-                       match="validation_epoch_end` has been removed in v2.0"):
+                       match=r"validation_epoch_end` has been removed in v2.0"):
         trainer.fit(ValidationEpochEndModel())
     with pytest.raises(NotImplementedError,
-                       match="validation_epoch_end` has been removed in v2.0"):
+                       match=r"validation_epoch_end` has been removed in v2.0"):
         trainer.validate(ValidationEpochEndModel())
-    with pytest.raises(NotImplementedError, match="test_epoch_end` has been removed in v2.0"):
+    with pytest.raises(NotImplementedError, match=r"test_epoch_end` has been removed in v2.0"):
         trainer.test(TestEpochEndModel())
     assert trainer.global_step == 0 and trainer.module is None  # refused before anything ran
 

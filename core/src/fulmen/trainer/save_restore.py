@@ -80,25 +80,26 @@ def select(trainer: Trainer, stage: str, ckpt_path: Any, model_provided: bool) -
 def _best(trainer: Trainer) -> str:
     """The best checkpoint of the first ModelCheckpoint (Lightning's errors and warning)."""
     stage, callbacks = trainer.state, trainer.checkpoint_callbacks
+    instead = ("Pass a checkpoint file" if stage == "fit" else
+               f"Pass the model to use its weights as they are (trainer.{stage}(model, ...)), "
+               "or a checkpoint file")
     if len(callbacks) > 1:
         rank_zero_warn(f'`.{stage}(ckpt_path="best")` is called with Trainer configured with '
                        "multiple `ModelCheckpoint` callbacks. It will use the best checkpoint "
                        "path from first checkpoint callback.")
     if not callbacks:
         raise ConfigurationError(f'`.{stage}(ckpt_path="best")` is set but `ModelCheckpoint` '
-                                 "is not configured. Pass a model to use its weights as they are "
-                                 "(trainer.{stage}(model, ...)), or a checkpoint file.")
+                                 f"is not configured. {instead}.")
     path = callbacks[0].best_model_path
     if not path:
         if trainer.fast_dev_run:
             raise ConfigurationError(
                 f'You cannot execute `.{stage}(ckpt_path="best")` with `fast_dev_run=True`. '
-                f"Please pass an exact checkpoint path to `.{stage}(ckpt_path=...)` or a model.")
+                f"Please pass an exact checkpoint path to `.{stage}(ckpt_path=...)`.")
         raise ConfigurationError(
             f'`.{stage}(ckpt_path="best")` is set but `ModelCheckpoint` is not configured to '
             "save the best model (no checkpoint was saved: save_top_k=0, or no monitored value "
-            f"yet). Pass a model to use its weights as they are (trainer.{stage}(model, ...)), "
-            "or a checkpoint file.")
+            f"yet). {instead}.")
     return str(path)
 
 
