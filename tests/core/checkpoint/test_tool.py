@@ -66,13 +66,15 @@ def _flip_in_record(path: Path, suffix: str) -> str:
 
 def test_verify_finds_a_flipped_byte_in_tensor_data_and_a_truncation(saved: Path,
                                                                      tmp_path: Path) -> None:
-    assert cli("verify", saved).stdout.strip() == f"OK {saved}"
+    assert cli("verify", saved).stdout.strip().startswith(f"OK {saved} (CRC-32C ")
     flipped = tmp_path / "flipped.ckpt"
     flipped.write_bytes(saved.read_bytes())
     record = _flip_in_record(flipped, "/data/0")
     done = cli("verify", flipped)
     assert done.returncode == 1
     assert f"FAIL '{flipped}' is corrupt: record '{record}' fails its CRC check" in done.stdout
+    assert f"FAIL checkpoint file '{flipped}' is corrupt: its bytes do not match the CRC-32C" \
+        in done.stdout
     cut = tmp_path / "cut.ckpt"
     cut.write_bytes(saved.read_bytes()[:1000])
     done = cli("verify", cut)

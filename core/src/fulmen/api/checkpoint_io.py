@@ -36,14 +36,13 @@ class CheckpointIO(Named, ABC):
 
 class TorchCheckpointIO(CheckpointIO):
     """``torch.save`` to a temporary file in the target folder, then an atomic rename; the
-    temporary files of a process killed mid-save are removed by the next save there."""
+    temporary files of a process killed mid-save are removed by the next save there. Every file
+    carries a CRC-32C of its bytes (:mod:`fulmen.checkpoint.filesum`), compared on load."""
 
     name = "torch"
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path: PathLike,
                         storage_options: Any | None = None) -> None:
-        import torch
-
         from fulmen.checkpoint import remote
 
         if remote.is_url(path):
@@ -54,10 +53,11 @@ class TorchCheckpointIO(CheckpointIO):
                                      f"{storage_options!r} for the local path {str(path)!r}; "
                                      "storage options apply to URLs (s3://bucket/x.ckpt, ...) "
                                      "only. Drop them, or pass a URL.")
+        from fulmen.checkpoint import filesum
         from fulmen.checkpoint.atomic import atomic_target
 
         with atomic_target(Path(path)) as tmp, open(tmp, "wb") as handle:
-            torch.save(checkpoint, handle)
+            filesum.save(checkpoint, handle)  # torch.save, with a CRC-32C in the file
 
     def load_checkpoint(self, path: PathLike, map_location: Any | None = None,
                         weights_only: bool = True) -> dict[str, Any]:
@@ -74,19 +74,23 @@ class TorchCheckpointIO(CheckpointIO):
 
 def safe_load(path: PathLike, map_location: Any | None = None,
               weights_only: bool = True) -> Any:
-    """``torch.load`` (``weights_only`` by default) with errors that say what to do."""
+    """``torch.load`` (``weights_only`` by default) with errors that say what to do; a file's
+    stored CRC-32C is compared before its content is returned."""
     import pickle
 
     import torch
 
-    from fulmen.checkpoint import remote, safety
+    from fulmen.checkpoint import filesum, remote, safety
 
     if remote.is_url(path):
         return remote.load(path, map_location, weights_only)  # type: ignore[arg-type]
     path = Path(remote.local(path))
     safety.check_readable(path)
     try:
-        return torch.load(path, map_location=map_location or "cpu", weights_only=weights_only)
+        return filesum.loading(path, lambda: torch.load(
+            path, map_location=map_location or "cpu", weights_only=weights_only))
+    except safety.CorruptCheckpointError:
+        raise
     except pickle.UnpicklingError as exc:
         if not weights_only:
             raise safety.damage_error(path, exc) from exc

@@ -203,6 +203,9 @@ def write_file(tree: dict[str, Any], target: Path) -> None:
                 del tensor, data
                 give_back_memory()
             _patch_crcs(handle, records, crcs, start_dir)
+        from fulmen.checkpoint import filesum
+
+        filesum.stamp(tmp)  # the file's CRC-32C, as every checkpoint file fulmen writes
 
 
 def _storage_order(tensors: list[Any]) -> list[str]:

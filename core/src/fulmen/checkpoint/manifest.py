@@ -3,8 +3,8 @@
 A checkpoint dict carries ``fulmen_manifest`` (:func:`origin`: fulmen and torch versions,
 strategy, world size, nodes, precision). A checkpoint *directory* also holds
 ``fulmen_manifest.json``: the origin plus the size and CRC-32C of every file. A single file
-needs no sidecar: torch.save stores a CRC-32 for each record of its zip, which
-:func:`verify` checks.
+carries its CRC-32C inside it (:mod:`fulmen.checkpoint.filesum`), and torch.save stores a
+CRC-32 for each record of its zip; :func:`verify` checks both.
 
 The checksum guards against truncated, damaged or swapped files, not against tampering (whoever
 can change a shard can change the manifest beside it). CRC-32C runs at memory speed with the
@@ -198,8 +198,12 @@ def _verify_file(path: Path) -> list[str]:
     if not zipfile.is_zipfile(path):
         return [f"{str(path)!r} is truncated or corrupt: it is not a complete torch.save zip "
                 f"({path.stat().st_size} bytes)"]
+    from fulmen.checkpoint.filesum import problem
+
+    found = problem(path)
     bad = damaged_record(path)
-    return [f"{str(path)!r} is corrupt: record {bad!r} fails its CRC check"] if bad else []
+    return ([found] if found else []) + (
+        [f"{str(path)!r} is corrupt: record {bad!r} fails its CRC check"] if bad else [])
 
 
 def check_checksums(root: Path, listed: dict[str, dict[str, Any]],

@@ -1,5 +1,8 @@
 """Checkpoint files at fsspec URLs (``memory://``, ``s3://``, ``gs://``, ...).
 
+The CRC-32C of each file is computed as it is uploaded and stored in it (see
+:mod:`fulmen.checkpoint.filesum`); a load compares it before returning the content.
+
 A save writes a temporary object beside the target and moves it over the target last, so a
 reader never sees half a checkpoint under the real name (a move is atomic where the store
 allows; elsewhere it is a copy committed last). A failed save removes its temporary object.
@@ -19,8 +22,7 @@ __all__ = ["filesystem", "is_url", "load", "local", "remove", "save"]
 
 def save(checkpoint: dict[str, Any], url: str,
          storage_options: dict[str, Any] | None = None) -> None:
-    import torch
-
+    from fulmen.checkpoint import filesum
     from fulmen.checkpoint.atomic import temporary_name
 
     fs, target = filesystem(url, storage_options, what="checkpoint path")
@@ -29,7 +31,7 @@ def save(checkpoint: dict[str, Any], url: str,
     tmp = f"{parent}/{temporary_name(name)}" if parent else temporary_name(name)
     try:
         with fs.open(tmp, "wb") as handle:
-            torch.save(checkpoint, handle)
+            filesum.save(checkpoint, handle)  # torch.save, with a CRC-32C in the file
         fs.mv(tmp, target)
     except BaseException:
         if fs.exists(tmp):
@@ -58,7 +60,7 @@ def load(url: str, map_location: Any = None, weights_only: bool = True) -> Any:
 
     import torch
 
-    from fulmen.checkpoint import safety
+    from fulmen.checkpoint import filesum, safety
 
     fs, path = filesystem(url, what="checkpoint")
     if not fs.exists(path):
@@ -66,8 +68,11 @@ def load(url: str, map_location: Any = None, weights_only: bool = True) -> Any:
     with fs.open(path, "rb") as handle:
         data = handle.read()
     try:
-        return torch.load(io.BytesIO(data), map_location=map_location or "cpu",
-                          weights_only=weights_only)
+        return filesum.loading(url, lambda: torch.load(
+            io.BytesIO(data), map_location=map_location or "cpu", weights_only=weights_only),
+            data=data)
+    except safety.CorruptCheckpointError:
+        raise
     except pickle.UnpicklingError as exc:
         if weights_only and safety.refused_global(exc):
             raise safety.unsafe_error(url, exc, safety.TRUST_HINT) from exc

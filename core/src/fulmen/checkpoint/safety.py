@@ -42,15 +42,24 @@ def load_file(path: str | os.PathLike[str], *, allow: Sequence[Any] = (),
     """``torch.load(path, weights_only=True)`` with the classes in ``allow`` accepted too.
 
     Raises :class:`UnsafeCheckpointError` (naming the file and the refused global) for a file
-    that would run code, and :class:`CorruptCheckpointError` for a damaged one.
+    that would run code, and :class:`CorruptCheckpointError` for a damaged one (its stored
+    CRC-32C, when it has one, is compared before the content is returned).
     """
     import torch
 
+    from fulmen.checkpoint import filesum
+
     path = Path(path)
     check_readable(path)
-    try:
+
+    def load() -> Any:
         with torch.serialization.safe_globals(list(allow)):
             return torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
+
+    try:
+        return filesum.loading(path, load)
+    except CorruptCheckpointError:
+        raise
     except pickle.UnpicklingError as exc:
         raise refusal(path, exc) from exc
     except (RuntimeError, EOFError, ValueError, OSError) as exc:

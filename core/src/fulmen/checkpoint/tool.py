@@ -41,8 +41,15 @@ def describe(path: str) -> dict[str, Any]:
     for key in ("fulmen_version", "pytorch-lightning_version", "lightning_version"):
         if key in content:
             origin.setdefault("written_by", f"{key.removesuffix('_version')} {content[key]}")
+    checksum: dict[str, Any] | None = None
+    if found["kind"] == "file" and not storage.is_url(path):
+        from pathlib import Path
+
+        from fulmen.checkpoint import filesum
+
+        checksum = filesum.describe(Path(storage.local(path)))
     return {
-        "path": str(path), "kind": found["kind"], "origin": origin,
+        "path": str(path), "kind": found["kind"], "origin": origin, "checksum": checksum,
         "progress": {k: compact(content[k]) for k in PROGRESS_KEYS if k in content},
         "hyperparameters": content.get("hyper_parameters") or {},
         "tensors": tensors,
@@ -71,6 +78,10 @@ def _print_inspect(report: dict[str, Any]) -> None:
                         if origin else "not recorded"))
     for key, value in report["progress"].items():
         print(f"progress: {key} = {json.dumps(value, default=str)}")
+    if report.get("checksum") is not None:
+        crc = report["checksum"]["crc32c"]
+        print(f"checksum: CRC-32C {crc} (stored in the file, compared on every load)" if crc
+              else f"checksum: none ({report['checksum']['note']})")
     hparams = report["hyperparameters"]
     print("hyperparameters: " + (json.dumps(hparams, default=str, sort_keys=True)
                                  if hparams else "none"))
@@ -84,6 +95,20 @@ def _print_inspect(report: dict[str, Any]) -> None:
         print(f"files: {len(report['files'])}")
         for name, size in report["files"].items():
             print(f"  {name}  {_human(size)}")
+
+
+def _checksum_note(path: str) -> str:
+    """For a single file: which checksum ``verify`` compared."""
+    from pathlib import Path
+
+    from fulmen.checkpoint import filesum
+
+    file = Path(storage.local(path)) if not storage.is_url(path) else None
+    if file is None or not file.is_file():
+        return ""
+    crc = filesum.stored_in(file)
+    return (f" (CRC-32C {crc} matches)" if crc else
+            " (this file carries no checksum: only the CRC-32 of each zip record was checked)")
 
 
 def _human(size: int) -> str:
@@ -127,6 +152,10 @@ def against_model(path: str, target: str) -> list[str]:
         raise FulmenError(f"--model {target!r}: cannot import it ({exc}); give the class as "
                           "package.module.Class, importable from here") from exc
     report = describe(path)
+    if report.get("checksum") is not None:
+        crc = report["checksum"]["crc32c"]
+        print(f"checksum: CRC-32C {crc} (stored in the file, compared on every load)" if crc
+              else f"checksum: none ({report['checksum']['note']})")
     hparams = report["hyperparameters"]
     try:
         model = cls(**hparams) if hparams else cls()
@@ -224,7 +253,7 @@ def _run(args: argparse.Namespace) -> int:
         for problem in problems:
             print(f"FAIL {problem}")
         if not problems:
-            print(f"OK {args.path}")
+            print(f"OK {args.path}{_checksum_note(args.path)}")
         return 1 if problems else 0
     result = diff(args.a, args.b)
     if args.json:
