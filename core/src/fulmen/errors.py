@@ -33,6 +33,10 @@ class PluginWarning(UserWarning):
     """A plugin was isolated (failed to import or to answer a hook) or a plugin setting is odd."""
 
 
+class LoggerWarning(UserWarning):
+    """A logger (experiment tracker) failed; training goes on without it."""
+
+
 class FulmenDeprecationWarning(DeprecationWarning):
     """A legacy spelling was used; the message shows the current one."""
 

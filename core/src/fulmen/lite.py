@@ -20,12 +20,15 @@ import torch
 
 from fulmen import arguments, compiling, quick_exit, storage
 from fulmen.api.async_checkpoint_io import AsyncCheckpointIO
+from fulmen.api.logger import FAILED, INTERRUPTED, SUCCESS
 from fulmen.apply import apply_to_tensors
 from fulmen.direct import direct_backward
 from fulmen.errors import ConfigurationError, FulmenError
 from fulmen.kernel.connector import SelectionReport, select
 from fulmen.kernel.legacy import translate_flag
 from fulmen.lite_wrappers import EmptyInit, LiteDataLoader, LiteModule, LiteOptimizer
+from fulmen.loggers import resolve_loggers
+from fulmen.loggers.dispatch import LoggerSet
 from fulmen.utilities.rank_zero import rank_zero_warn, set_rank
 
 
@@ -110,7 +113,11 @@ class Lite(SelectionReport):
                                  devices=devices, num_nodes=num_nodes, precision=precision,
                                  plugins=plugins, gpus=gpus, tpu_cores=tpu_cores)
         self._callbacks = _as_list(callbacks, "callbacks")
-        self._loggers = _as_list(loggers, "loggers")
+
+        #: the loggers, called under the logger contract's rules (rank zero, failures isolated)
+        self.logger_set = LoggerSet(
+            resolve_loggers(loggers, os.getcwd(), "Lite(loggers=...)"),
+            rank=lambda: self.global_rank, buffered=False)
         self._log_step = 0  # the step of a metric logged without one
         self._launched = False
         self._backward: Callable[..., None] | None = None  # strategy.backward, or what it calls
@@ -176,10 +183,15 @@ class Lite(SelectionReport):
         try:
             result = function(*args, **kwargs)
             self.strategy.checkpoint_io.teardown()  # background saves finish (or fail) here
-            return result
         except BaseException as exc:
             self.strategy.on_exception(exc)
+            if function is not _do_nothing:
+                self.logger_set.finalize(INTERRUPTED if isinstance(exc, KeyboardInterrupt)
+                                         else FAILED)
             raise
+        if function is not _do_nothing:  # the loop ran here: its loggers' runs end with it
+            self.logger_set.finalize(SUCCESS)
+        return result
 
     def _require_launched(self, call: str) -> None:
         """Methods work in a plain script when the strategy runs in this one process (as
@@ -200,11 +212,11 @@ class Lite(SelectionReport):
 
     @property
     def loggers(self) -> list[Any]:
-        return list(self._loggers)
+        return list(self.logger_set.loggers)
 
     @property
     def logger(self) -> Any:
-        return self._loggers[0] if self._loggers else None
+        return self.logger_set.loggers[0] if self.logger_set.loggers else None
 
     def log(self, name: str, value: Any, step: int | None = None) -> None:
         """Send one metric to every logger (from rank zero); tensors become numbers."""
@@ -224,10 +236,7 @@ class Lite(SelectionReport):
         if step is None:
             step = self._log_step
         self._log_step = step + 1
-        if not self.is_global_zero:
-            return
-        for logger in self._loggers:
-            logger.log_metrics(values, step=step)
+        self.logger_set.log_metrics(values, step)
 
     def call(self, hook_name: str, *args: Any, **kwargs: Any) -> None:
         """Call ``hook_name(*args, **kwargs)`` on every callback that defines it."""

@@ -391,6 +391,7 @@ class ModelCheckpoint(Callback):
         trainer.save_checkpoint(filepath, self.save_weights_only)
         self._last_global_step_saved = trainer.global_step
         self._last_checkpoint_saved = filepath
+        trainer.logger_set.after_save_checkpoint(self)  # (Lightning's logger hook)
 
     @staticmethod
     def _link_checkpoint(trainer: Any, filepath: str, linkpath: str) -> None:

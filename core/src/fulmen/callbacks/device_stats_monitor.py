@@ -64,9 +64,8 @@ class DeviceStatsMonitor(Callback):
         if self._filter_keys is not None:
             stats = {k: v for k, v in stats.items() if k in self._filter_keys}
         prefix = f"{type(self).__qualname__}.{hook}/"
-        for logger in trainer.loggers:
-            logger.log_metrics({prefix + k: v for k, v in stats.items()},
-                               step=trainer.batches_that_stepped)
+        trainer.logger_set.log_metrics({prefix + k: v for k, v in stats.items()},
+                                       trainer.batches_that_stepped)
 
     def on_train_batch_start(self, trainer: Any, module: Any, batch: Any, batch_idx: int) -> None:
         self._log(trainer, "on_train_batch_start")

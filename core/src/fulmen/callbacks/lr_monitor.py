@@ -80,8 +80,7 @@ class LearningRateMonitor(Callback):
     def _log(self, trainer: Any, interval: str) -> None:
         stats = self._extract_stats(trainer, interval)
         if stats and trainer.is_global_zero:
-            for logger in trainer.loggers:
-                logger.log_metrics(stats, step=trainer.batches_that_stepped)
+            trainer.logger_set.log_metrics(stats, trainer.batches_that_stepped)
 
     def _extract_stats(self, trainer: Any, interval: str) -> dict[str, float]:
         stats: dict[str, float] = {}

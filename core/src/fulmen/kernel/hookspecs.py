@@ -35,7 +35,13 @@ import pluggy
 
 if TYPE_CHECKING:
     from fulmen.kernel.compose import Selection
-    from fulmen.kernel.records import AcceleratorSpec, EnvironmentSpec, PrecisionSpec, StrategySpec
+    from fulmen.kernel.records import (
+        AcceleratorSpec,
+        EnvironmentSpec,
+        LoggerSpec,
+        PrecisionSpec,
+        StrategySpec,
+    )
 
 PROJECT = "fulmen"
 ENTRY_POINT_GROUP = "fulmen.plugins"
@@ -142,6 +148,35 @@ def fulmen_environments() -> Iterable[EnvironmentSpec]:
                 name="my_cluster",
                 target="my_cluster.environment:MyClusterEnvironment",
                 description="our in-house scheduler",
+            )
+    """
+
+
+@hookspec
+def fulmen_loggers() -> Iterable[LoggerSpec]:
+    """Declare the experiment trackers (loggers) this plugin provides.
+
+    A declared logger is selected by name: ``Trainer(logger="my_tracker")``,
+    ``Trainer(logger=["csv", "my_tracker"])``, ``Lite(loggers="my_tracker")``, or
+    ``--trainer.logger=my_tracker`` on the command line. The target must subclass
+    :class:`fulmen.api.Logger` and keep the logger contract (docs/plugin-contracts.md), which
+    ``fulmen plugins --check my_tracker`` checks. Put the tracker's client library in
+    ``requires`` so that listing and errors can tell it is missing without importing it.
+
+    :return: an iterable of :class:`fulmen.LoggerSpec`.
+
+    Example::
+
+        from fulmen import LoggerSpec, hookimpl
+
+        @hookimpl
+        def fulmen_loggers():
+            yield LoggerSpec(
+                name="my_tracker",
+                target="my_tracker_fulmen.logger:MyTrackerLogger",
+                requires=["my_tracker"],
+                install="pip install my-tracker-fulmen",
+                description="runs in My Tracker",
             )
     """
 

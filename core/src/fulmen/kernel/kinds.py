@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from fulmen.kernel.records import (
     AcceleratorSpec,
     EnvironmentSpec,
+    LoggerSpec,
     PrecisionSpec,
     Spec,
     StrategySpec,
@@ -35,6 +36,7 @@ TABLE: tuple[Kind, ...] = (
     Kind("precision", "precisions", PrecisionSpec, "fulmen_precisions", "fulmen.api:Precision"),
     Kind("environment", "environments", EnvironmentSpec, "fulmen_environments",
          "fulmen.api:ClusterEnvironment"),
+    Kind("logger", "loggers", LoggerSpec, "fulmen_loggers", "fulmen.api:Logger"),
 )
 BY_NAME: dict[str, Kind] = {k.name: k for k in TABLE}
 KINDS: tuple[str, ...] = tuple(BY_NAME)

@@ -243,3 +243,15 @@ class EnvironmentSpec(Spec):
 
     kind: ClassVar[str] = "environment"
 
+
+@dataclass(frozen=True, kw_only=True)
+class LoggerSpec(Spec):
+    """An experiment tracker (``csv``, ``tensorboard``, ``wandb``, ``mlflow``...): selected by
+    ``Trainer(logger="name")``, ``Lite(loggers=[...])`` or ``--trainer.logger=name``. The target
+    subclasses :class:`fulmen.api.Logger` and is built with
+    :meth:`~fulmen.api.Logger.for_root_dir` (the Trainer's ``default_root_dir`` and the record's
+    ``init_kwargs``). ``requires`` names the tracker's client library (``"wandb"``), checked
+    without importing it, so that a missing one says what to install."""
+
+    kind: ClassVar[str] = "logger"
+

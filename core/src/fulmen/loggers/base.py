@@ -1,55 +1,17 @@
-"""``Logger``: the interface the Trainer writes metrics and hyper-parameters to."""
+"""Shared pieces of the file-writing loggers (CSV, TensorBoard): ``<save_dir>/<name>/version_<N>``.
+``Logger`` itself is :class:`fulmen.api.Logger`."""
 
 from __future__ import annotations
 
 import os
 import re
-from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 from fulmen import storage
+from fulmen.api.logger import Logger
 
-if TYPE_CHECKING:
-    from fulmen.module import Module
-
-
-class Logger(ABC):
-    """Subclass and implement ``log_metrics`` and ``log_hyperparams``. The Trainer calls them
-    on global rank zero only."""
-
-    @property
-    def name(self) -> str:
-        return type(self).__name__
-
-    @property
-    def version(self) -> int | str | None:
-        return None
-
-    @property
-    def log_dir(self) -> str | None:
-        return None
-
-    def set_version(self, version: int | str | None) -> None:  # noqa: B027 - optional
-        """Fix the version (all processes of a job use rank zero's)."""
-
-    @abstractmethod
-    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
-        """Record ``metrics`` at ``step``."""
-
-    @abstractmethod
-    def log_hyperparams(self, params: dict[str, Any]) -> None:
-        """Record the run's hyper-parameters."""
-
-    def log_graph(self, model: Module, input_array: Any = None) -> None:  # noqa: B027 - optional
-        """Record the module's graph (the Trainer calls it once when fit starts, after
-        ``log_hyperparams``). Default: nothing; ``TensorBoardLogger(log_graph=True)`` does."""
-
-    def save(self) -> None:  # noqa: B027 - optional, nothing to flush by default
-        """Flush what is buffered."""
-
-    def finalize(self, status: str) -> None:
-        """The run ended (``"success"`` or ``"failed"``); flush and close."""
-        self.save()
+__all__ = ["Logger", "VersionedDir", "VersionedLogger", "next_version"]
 
 
 class VersionedLogger(Logger):
@@ -86,6 +48,19 @@ class VersionedLogger(Logger):
 
     def set_version(self, version: int | str | None) -> None:
         self._dir.set_version(version)
+
+    @classmethod
+    def for_root_dir(cls, root_dir: str, **kwargs: Any) -> Logger:
+        """Selected by name: writes under the Trainer's ``default_root_dir``."""
+        return cls(**{"save_dir": root_dir, **kwargs})
+
+    def state_dict(self) -> dict[str, Any]:
+        """The version: a resumed fit writes on in the same ``version_<N>`` folder."""
+        return {"version": self.version}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        if state.get("version") is not None:
+            self.set_version(state["version"])
 
 
 def next_version(root: str) -> int:

@@ -82,11 +82,11 @@ class Metrics:
         values = {k: float(v) for k, v in metrics.items()}
         self.logged.update(values)
         if trainer.loggers and trainer.is_global_zero:
+            training_axis = step is None
             if step is None:
                 step = trainer.batches_that_stepped
                 values = {**values, "epoch": float(trainer.current_epoch)}
-            for lg in trainer.loggers:
-                lg.log_metrics(values, step=step)
+            trainer.logger_set.log_metrics(values, step, training_axis=training_axis)
 
     def log_step(self, results: Results) -> None:
         """A training step's values logged with ``on_step=True`` go to the loggers."""

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from fulmen import storage
 from fulmen.errors import ConfigurationError
+from fulmen.loggers.dispatch import STATE_KEY
 from fulmen.trainer import loops
 from fulmen.trainer.checkpoint import (
     FORMAT_KEY,
@@ -53,6 +54,8 @@ def dump(trainer: Trainer, weights_only: bool = False) -> dict[str, Any]:
             "precision": trainer.strategy.precision.state_dict(),
             "rng_states": rng_states(),
             "callbacks": {c.state_key: c.state_dict() for c in trainer.callbacks},
+            # the loggers' runs, so that a resumed fit continues them
+            STATE_KEY: trainer.logger_set.state_dict(),
         })
         rng.record(checkpoint, trainer.strategy, trainer.run_state.loop_state)  # every rank's
         if trainer.datamodule is not None:
@@ -235,6 +238,7 @@ def restore(trainer: Trainer, stage: str, ckpt_path: Any, weights_only: bool
                                        checkpoint.get("lr_schedulers", [])):
         scheduler_config.scheduler.load_state_dict(state)
     trainer.strategy.precision.load_state_dict(checkpoint.get("precision", {}))
+    trainer.logger_set.load_state_dict(checkpoint.get(STATE_KEY, {}))
     if trainer.datamodule is not None and "datamodule" in checkpoint:
         trainer.datamodule.load_state_dict(checkpoint["datamodule"])
     trainer.global_step = checkpoint["global_step"]

@@ -15,6 +15,7 @@ import torch
 
 from fulmen import arguments, compiling, profilers, quick_exit
 from fulmen.api import RunConfig
+from fulmen.api.logger import FAILED, INTERRUPTED, SUCCESS, Logger
 from fulmen.callbacks.base import Callback
 from fulmen.datamodule import DataModule
 from fulmen.errors import ConfigurationError, FulmenError, StageExit
@@ -31,7 +32,7 @@ from fulmen.trainer.optim import LRSchedulerConfig
 from fulmen.trainer.optimization import Optimization
 from fulmen.trainer.preemption import Preempted, Preemption
 from fulmen.trainer.progress import RunState
-from fulmen.utilities.rank_zero import set_rank
+from fulmen.utilities.rank_zero import current_rank, set_rank
 
 
 class Trainer(SelectionReport):
@@ -239,8 +240,12 @@ class Trainer(SelectionReport):
         self._configure_determinism()
 
         from fulmen.loggers import resolve_loggers
+        from fulmen.loggers.dispatch import LoggerSet
 
-        self.loggers = resolve_loggers(logger, self._default_root_dir)
+        #: calls the loggers under the logger contract's rules (rank zero, one call per step,
+        #: hyper-parameters once, failures isolated); ``loggers`` is its list
+        self.logger_set = LoggerSet(resolve_loggers(logger, self._default_root_dir),
+                                    rank=current_rank)
         self.callbacks: list[Callback] = config.default_callbacks(
             config.as_list(callbacks, Callback, "callbacks"), enable_checkpointing,
             enable_progress_bar, enable_model_summary)
@@ -293,8 +298,21 @@ class Trainer(SelectionReport):
         return model if model is not None else self.module
 
     @property
+    def loggers(self) -> list[Logger]:
+        """The loggers (Lightning's); assigning a list replaces them."""
+        return self.logger_set.loggers
+
+    @loggers.setter
+    def loggers(self, loggers: list[Logger]) -> None:
+        self.logger_set.loggers = list(loggers)
+
+    @property
     def logger(self) -> Any:
         return self.loggers[0] if self.loggers else None
+
+    @logger.setter
+    def logger(self, logger: Logger | None) -> None:
+        self.loggers = [] if logger is None else [logger]
 
     @property
     def default_root_dir(self) -> str:
@@ -612,11 +630,11 @@ class Trainer(SelectionReport):
                 self._compiled.add(id(model))
             if stage == "fit":
                 self.optimization.configure(model)
-                if self.enable_autolog_hparams:
-                    self._log_hyperparams()
             if stage == "fit" and ckpt_path is None and self.cluster_environment.restart_count():
                 ckpt_path = save_restore.newest_agreed(self)  # the scheduler restarted this job
             run.restore = save_restore.restore(self, stage, ckpt_path, weights_only)
+            if stage == "fit" and self.enable_autolog_hparams:  # after restore: a resumed
+                self._log_hyperparams()  # run's loggers continue it (Lightning's order)
             if self.is_global_zero:
                 self._announce(stage, ckpt_path)
             preemption = Preemption(self) if stage == "fit" else contextlib.nullcontext()
@@ -630,7 +648,7 @@ class Trainer(SelectionReport):
                 else:
                     result = loops.evaluate_stage(self, stage, loaders, *extra)
         except Preempted as stop:  # the checkpoint is written: leave like a finished run
-            self._teardown(hook_stage, failed=False)
+            self._teardown(hook_stage, failed=False, status=INTERRUPTED)
             raise SystemExit(stop.exit_code) from None
         except StageExit:  # a callback ended the stage on purpose (the tuner, after tuning)
             self._teardown(hook_stage, failed=False)
@@ -640,7 +658,8 @@ class Trainer(SelectionReport):
             self.hooks("on_exception", exc)
             if datamodule is not None:
                 datamodule.on_exception(exc)
-            self._teardown(hook_stage, failed=True)
+            self._teardown(hook_stage, failed=True, status=INTERRUPTED
+                           if isinstance(exc, KeyboardInterrupt) else FAILED)
             raise
         finally:
             doctor.stop()
@@ -694,10 +713,9 @@ class Trainer(SelectionReport):
             params = dict(self.module.hparams_initial)
         if self.datamodule is not None and self.datamodule._log_hyperparams:
             params = {**(params or {}), **self.datamodule.hparams}
-        for lg in self.loggers:
-            if params is not None:
-                lg.log_hyperparams(params)
-            lg.log_graph(self.module)
+        if params is not None:
+            self.logger_set.log_hyperparams(params)
+        self.logger_set.log_graph(self.module)
 
     def _prepare_data(self) -> None:
         """``prepare_data`` of the DataModule and the module: once per node (local rank 0),
@@ -713,11 +731,12 @@ class Trainer(SelectionReport):
                 owner.prepare_data()
         self.strategy.barrier("prepare_data")
 
-    def _teardown(self, stage: str, failed: bool) -> None:
+    def _teardown(self, stage: str, failed: bool, status: str | None = None) -> None:
         errors: list[BaseException] = []
+        status = status or (FAILED if failed else SUCCESS)
         for action in (lambda: self.hooks("teardown", stage) if self.hooks else None,
                        lambda: self.datamodule.teardown(stage) if self.datamodule else None,
-                       lambda: self._finalize_loggers("failed" if failed else "success"),
+                       lambda: self._finalize_loggers(status),
                        self.strategy.teardown):
             try:
                 action()
@@ -728,8 +747,7 @@ class Trainer(SelectionReport):
             raise errors[0]
 
     def _finalize_loggers(self, status: str) -> None:
-        for lg in self.loggers:
-            lg.finalize(status)
+        self.logger_set.finalize(status)
 
     def _progress_mark(self) -> tuple[int, int]:
         """What the hang doctor watches: hook calls, and training batches started (the fit

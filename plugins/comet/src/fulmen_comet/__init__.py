@@ -1,0 +1,11 @@
+"""Comet for fulmen: ``CometLogger`` (Lightning's name and arguments), registered as the ``comet``
+logger. Importing this package imports neither torch nor the tracker's library."""
+
+from __future__ import annotations
+
+from fulmen.lazy import lazy_exports
+
+_EXPORTS = {"CometLogger": "fulmen_comet.logger"}
+__all__ = list(_EXPORTS)
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

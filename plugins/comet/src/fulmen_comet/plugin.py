@@ -1,0 +1,14 @@
+"""The ``comet`` logger plugin: declares the name only; nothing here imports comet_ml."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fulmen import LoggerSpec, hookimpl
+
+
+@hookimpl
+def fulmen_loggers() -> Iterator[LoggerSpec]:
+    yield LoggerSpec(name="comet", target="fulmen_comet.logger:CometLogger",
+                     requires=["comet_ml"], install="pip install 'fulmen[comet]'",
+                     description="experiments in Comet (online, or offline archives)")

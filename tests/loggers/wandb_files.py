@@ -1,0 +1,68 @@
+"""Read a W&B run file (``run-<id>.wandb``) back: the records wandb wrote, decoded with wandb's
+own protobuf schema (``wandb.proto.wandb_internal_pb2.Record``). wandb 0.2x+ has no Python reader
+of its own any more (its ``datastore`` module moved into the Go core), so the framing, W&B's
+LevelDB-style log (a 7-byte file header, 32 KiB blocks of CRC-32-checked records), is read here."""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+BLOCK, HEADER = 32768, 7
+FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+
+
+def records(path: Path) -> Iterator[Any]:
+    from wandb.proto import wandb_internal_pb2
+
+    data = path.read_bytes()
+    ident, magic, version = struct.unpack("<4sHB", data[:HEADER])
+    assert (ident, magic, version) == (b":W&B", 0xBEE1, 0), (ident, magic, version)
+    pos, parts = HEADER, b""
+    while pos + HEADER <= len(data):
+        left = BLOCK - pos % BLOCK
+        if left < HEADER:  # the block's tail is padding
+            pos += left
+            continue
+        checksum, length, kind = struct.unpack("<IHB", data[pos:pos + HEADER])
+        if length == 0 and kind == 0:
+            pos += left  # zero padding up to the next block
+            continue
+        chunk = data[pos + HEADER:pos + HEADER + length]
+        assert zlib.crc32(chunk, zlib.crc32(bytes([kind]))) & 0xFFFFFFFF == checksum, "bad crc"
+        pos += HEADER + length
+        parts = chunk if kind in (FULL, FIRST) else parts + chunk
+        if kind in (FULL, LAST):
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(parts)
+            yield record
+
+
+def read_run(folder: Path) -> dict[str, Any]:
+    """Every ``run-*.wandb`` under ``folder``, grouped by run id: history rows, config and
+    artifacts, as W&B recorded them."""
+    runs: dict[str, dict[str, Any]] = {}
+    for path in sorted(folder.rglob("run-*.wandb")):
+        run: dict[str, Any] | None = None
+        for record in records(path):
+            kind = record.WhichOneof("record_type")
+            if kind == "run":
+                run = runs.setdefault(record.run.run_id, {"history": [], "config": {},
+                                                          "artifacts": [], "files": []})
+                run["files"].append(path)
+            elif run is None:
+                continue
+            elif kind == "history":
+                run["history"].append({(item.key or "/".join(item.nested_key)):
+                                       json.loads(item.value_json) for item in record.history.item})
+            elif kind == "config":
+                for item in record.config.update:
+                    key = item.key or "/".join(item.nested_key)
+                    run["config"][key] = json.loads(item.value_json)
+            elif kind == "artifact":
+                run["artifacts"].append(record.artifact)
+    return runs
