@@ -46,6 +46,19 @@ class Logger(ABC):
         should put them unless ``kwargs`` say otherwise). Default: ``cls(**kwargs)``."""
         return cls(**kwargs)
 
+    @classmethod
+    def for_conformance(cls, root_dir: str) -> Logger:
+        """A logger that needs no network and no credentials and keeps everything under
+        ``root_dir`` (W&B and Comet offline, MLflow on a local store), for ``fulmen plugins
+        --check``. Default: :meth:`for_root_dir`."""
+        return cls.for_root_dir(root_dir)
+
+    def read_run(self) -> RunRecord | None:
+        """What the tracker holds for this logger's run, read back with the tracker's own client
+        or files (the kit compares it with what was logged). None: this logger cannot read its
+        run back (the kit then skips the clauses that need it)."""
+        return None
+
     @property
     def name(self) -> str | None:
         """The experiment (project) name."""
@@ -107,6 +120,20 @@ class Logger(ABC):
         flush, and close the tracker's run. A later stage of the same Trainer logs again and
         must continue the same run."""
         self.save()
+
+
+@dataclass
+class RunRecord:
+    """A run as the tracker holds it: ``metrics`` name -> ``[(step, value), ...]`` in the order
+    written, ``params`` (flattened names -> values as the tracker keeps them, often text),
+    ``status`` (``"success"``, ``"failed"``, ``"interrupted"`` or None when the tracker keeps
+    none), ``runs`` (how many runs the job made: 1), ``artifacts`` (checkpoint artifact names)."""
+
+    metrics: dict[str, list[tuple[int, float]]]
+    params: dict[str, Any]
+    status: str | None = None
+    runs: int = 1
+    artifacts: list[str] | None = None
 
 
 # --------------------------------------------------------------------------- rank zero

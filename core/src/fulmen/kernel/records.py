@@ -142,8 +142,8 @@ class Spec:
 
         return tuple(m for m in self.requires if importlib.util.find_spec(m.split(".")[0]) is None)
 
-    def create(self, **overrides: Any) -> Any:
-        """Construct the target with ``init_kwargs`` (and ``overrides``); set ``.name``."""
+    def require(self) -> None:
+        """Raise ``ConfigurationError`` naming what ``requires`` lists and is not installed."""
         missing = self.missing()
         if missing:
             from fulmen.errors import ConfigurationError
@@ -151,6 +151,10 @@ class Spec:
             how = f"; {self.install}" if self.install else ""
             raise ConfigurationError(f"{self.kind}={self.name!r} needs {', '.join(missing)} "
                                      f"(not installed){how}")
+
+    def create(self, **overrides: Any) -> Any:
+        """Construct the target with ``init_kwargs`` (and ``overrides``); set ``.name``."""
+        self.require()
         instance = self.load()(**{**self.init_kwargs, **overrides})
         instance.name = self.name
         return instance
@@ -254,4 +258,16 @@ class LoggerSpec(Spec):
     without importing it, so that a missing one says what to install."""
 
     kind: ClassVar[str] = "logger"
+
+    def create(self, root_dir: str = ".", **overrides: Any) -> Any:
+        """The logger: ``Target.for_root_dir(root_dir, **init_kwargs, **overrides)`` (its
+        ``name`` is the tracker's experiment name, so it is not set here)."""
+        self.require()
+        cls = self.load()
+        from fulmen.api.logger import Logger
+
+        if not issubclass(cls, Logger):
+            raise PluginError(f"logger {self.name!r}: target {self.target_path!r} does not "
+                              "subclass fulmen.api.Logger")
+        return cls.for_root_dir(root_dir, **{**self.init_kwargs, **overrides})
 

@@ -103,11 +103,12 @@ def by_name(name: str, root: str, init_args: Mapping[str, Any], argument: str) -
         how = f"; {record.install}" if record.install else ""
         raise ConfigurationError(f"{argument}: logger {name!r} needs {', '.join(missing)}, "
                                  f"which is not installed{how}")
-    cls = record.load()
-    if not issubclass(cls, Logger):
-        raise ConfigurationError(f"{argument}: logger {name!r} is {cls.__qualname__}, which "
-                                 "does not subclass fulmen.api.Logger")
-    return cls.for_root_dir(root, **{**record.init_kwargs, **init_args})
+    try:
+        logger: Logger = record.create(root, **init_args)
+    except TypeError as exc:  # an argument the class does not take
+        raise ConfigurationError(f"{argument}: logger {name!r} ({record.target_path}) with "
+                                 f"{dict(init_args)!r}: {exc}") from exc
+    return logger
 
 
 def by_class_path(item: Mapping[str, Any], root: str, argument: str) -> Logger:

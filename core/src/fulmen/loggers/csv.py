@@ -8,7 +8,9 @@ import os
 from typing import Any
 
 from fulmen import storage
+from fulmen.api.logger import RunRecord
 from fulmen.loggers.base import VersionedDir, VersionedLogger
+from fulmen.loggers.utils import flatten
 
 
 class CSVLogger(VersionedLogger):
@@ -68,6 +70,26 @@ class CSVLogger(VersionedLogger):
         with storage.open_file(path, mode, newline="") as handle:
             handle.write(buffer.getvalue())
         self._rows = []
+
+
+    def read_run(self) -> RunRecord:
+        """``metrics.csv`` and ``hparams.yaml`` read back (after a flush)."""
+        import yaml
+
+        metrics: dict[str, list[tuple[int, float]]] = {}
+        if storage.exists(self.metrics_file_path):
+            with storage.open_file(self.metrics_file_path, "r", newline="") as handle:
+                for row in csv.DictReader(handle):
+                    for key, value in row.items():
+                        if key != "step" and value not in ("", None):
+                            metrics.setdefault(key, []).append((int(row["step"]),
+                                                                float(value)))
+        params: dict[str, Any] = {}
+        path = storage.join(self.log_dir, "hparams.yaml")
+        if storage.exists(path):
+            with storage.open_file(path, "r") as handle:
+                params = flatten(yaml.safe_load(handle) or {})
+        return RunRecord(metrics, params)
 
 
 def _plain(value: Any) -> Any:

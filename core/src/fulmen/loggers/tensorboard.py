@@ -7,6 +7,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from fulmen import storage
+from fulmen.api.logger import RunRecord
 from fulmen.errors import ConfigurationError
 from fulmen.loggers.base import VersionedDir, VersionedLogger
 from fulmen.loggers.csv import _plain
@@ -139,6 +140,10 @@ class TensorBoardLogger(VersionedLogger):
         with jit_tracing():  # the trace walks the module's attributes, `trainer` among them
             self.experiment.add_graph(model, apply_to_tensors(given, lambda t: t.to(device)))
 
+    def read_run(self) -> RunRecord:
+        """What TensorBoard reads from this run's folder (after a flush)."""
+        return _read_run(self)
+
     def save(self) -> None:
         if self._events is not None:
             self._events.flush()
@@ -153,6 +158,30 @@ class TensorBoardLogger(VersionedLogger):
             self._writer.flush()
             self._writer.close()
             self._writer = None
+
+
+def _read_run(logger: TensorBoardLogger) -> RunRecord:
+    """The event files (TensorBoard's own ``EventAccumulator``) and ``hparams.yaml``."""
+    import yaml
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(logger.log_dir, size_guidance={"scalars": 0, "tensors": 0})
+    accumulator.Reload()
+    metrics: dict[str, list[tuple[int, float]]] = {}
+    tags = accumulator.Tags()
+    for tag in tags.get("scalars", []):
+        metrics[tag] = [(e.step, float(e.value)) for e in accumulator.Scalars(tag)]
+    for tag in tags.get("tensors", []):  # scalars written as tensor summaries
+        events = accumulator.Tensors(tag)
+        if events and not events[0].tensor_proto.tensor_shape.dim and \
+                events[0].tensor_proto.float_val:
+            metrics[tag] = [(e.step, float(e.tensor_proto.float_val[0])) for e in events]
+    params: dict[str, Any] = {}
+    path = storage.join(logger.log_dir, "hparams.yaml")
+    if storage.exists(path):
+        with storage.open_file(path, "r") as handle:
+            params = _flatten(yaml.safe_load(handle) or {})
+    return RunRecord(metrics, params)
 
 
 def _flatten(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -15,12 +15,15 @@ from typing import Any
 import torch
 
 import fulmen
+from fulmen.api.logger import Logger
 from fulmen.testing import models
+from fulmen.testing.logger_checks import check_logger
 from fulmen.testing.clauses import PASS, SKIP, clauses_for
 from fulmen.testing.record import Recorder, Skip
 
 BASES = {"accelerator": fulmen.Accelerator, "strategy": fulmen.Strategy,
-         "precision": fulmen.Precision, "environment": fulmen.ClusterEnvironment}
+         "precision": fulmen.Precision, "environment": fulmen.ClusterEnvironment,
+         "logger": Logger}
 
 
 def record_for(kind: str, name: str) -> Any:
@@ -435,4 +438,5 @@ def collective_problems(owner: Any) -> list[str]:
 
 
 CHECKS = {"accelerator": check_accelerator, "precision": check_precision,
-          "environment": check_environment, "strategy": check_strategy}
+          "environment": check_environment, "strategy": check_strategy,
+          "logger": check_logger}

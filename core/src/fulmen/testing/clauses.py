@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fulmen.testing.logger_clauses import LOGGER_CLAUSES
+
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 
 
@@ -119,6 +121,8 @@ _ALL = [
            "write checkpoints from rank zero only (or collectively) and make every rank able "
            "to load them"),
 ]
+
+_ALL += [Clause(*clause) for clause in LOGGER_CLAUSES]  # the logger kind's (own module)
 
 CLAUSES: dict[str, Clause] = {c.id: c for c in _ALL}
 

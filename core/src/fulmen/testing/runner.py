@@ -25,7 +25,7 @@ from fulmen.errors import ConfigurationError, format_choices
 from fulmen.testing.clauses import FAIL, PASS, SKIP, Result, clauses_for
 from fulmen.testing.record import read
 
-KINDS = ("accelerator", "precision", "environment", "strategy")
+KINDS = ("accelerator", "precision", "environment", "strategy", "logger")
 PROCESS_CLAUSES = ("strategy.processes", "strategy.trainer_processes", "strategy.lite_processes")
 RANK_VARIABLES = ("LOCAL_RANK", "RANK", "WORLD_SIZE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT",
                   "GROUP_RANK", "LOCAL_WORLD_SIZE", "FULMEN_LAUNCHED")

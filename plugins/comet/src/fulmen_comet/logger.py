@@ -20,7 +20,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from fulmen.api.logger import Logger, rank_zero_experiment
+from fulmen.api.logger import Logger, RunRecord, rank_zero_experiment
 from fulmen.errors import ConfigurationError
 from fulmen.utilities.rank_zero import rank_zero_deprecation
 
@@ -85,6 +85,50 @@ class CometLogger(Logger):
     def for_root_dir(cls, root_dir: str, **kwargs: Any) -> Logger:
         """``logger="comet"``: offline archives (when offline) in ``<default_root_dir>/comet``."""
         return cls(**{"offline_directory": os.path.join(root_dir, "comet"), **kwargs})
+
+    @classmethod
+    def for_conformance(cls, root_dir: str) -> Logger:
+        """An offline experiment archived under ``root_dir`` (no API key, no network)."""
+        return cls(online=False, offline_directory=os.path.join(root_dir, "comet"),
+                   project="fulmen-check", log_code=False, log_env_details=False,
+                   log_git_metadata=False, log_git_patch=False)
+
+    def read_run(self) -> RunRecord | None:
+        """The offline archives of this experiment (``<key>-*.zip``, one per stage), read as
+        Comet's uploader reads them: ``experiment.json`` and ``messages.json``."""
+        import json
+        import zipfile
+        from pathlib import Path
+
+        from comet_ml.config.config_constants import (
+            OFFLINE_EXPERIMENT_JSON_FILE_NAME,
+            OFFLINE_EXPERIMENT_MESSAGES_JSON_FILE_NAME,
+        )
+
+        if self.save_dir is None or self.version is None:
+            return None
+        metrics: dict[str, list[tuple[int, float]]] = {}
+        params: dict[str, Any] = {}
+        keys: set[str] = set()
+        for path in sorted(Path(self.save_dir).glob("*.zip"), key=lambda p: p.stat().st_mtime):
+            with zipfile.ZipFile(path) as archive:
+                meta = json.loads(archive.read(OFFLINE_EXPERIMENT_JSON_FILE_NAME))
+                keys.add(meta["offline_id"])
+                if meta["offline_id"] != self.version:
+                    continue
+                for line in archive.read(OFFLINE_EXPERIMENT_MESSAGES_JSON_FILE_NAME).splitlines():
+                    message = json.loads(line)
+                    payload = message["payload"]
+                    if message["type"] == "metric_msg":
+                        metric = payload["metric"]
+                        if metric["step"] is not None and not metric["metricName"].startswith(
+                                "sys."):
+                            metrics.setdefault(metric["metricName"], []).append(
+                                (int(metric["step"]), float(metric["metricValue"])))
+                    elif message["type"] == "parameter_msg":
+                        params[payload["param"]["paramName"].replace("|", "/")] = \
+                            payload["param"]["paramValue"]
+        return RunRecord(metrics, params, None, runs=len(keys))
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)

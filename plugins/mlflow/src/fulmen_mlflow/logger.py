@@ -4,8 +4,9 @@ mlflow is imported when the run is first needed, on global rank zero only (the o
 import it). Differences from Lightning's, each a fix:
 
 * ``tracking_uri`` defaults to ``$MLFLOW_TRACKING_URI`` read at construction (Lightning reads it
-  when its module is imported), else ``file:<save_dir>``; the global ``mlflow.set_tracking_uri``
-  is left alone.
+  when its module is imported), else a SQLite database ``<save_dir>/mlflow.db`` with artifacts in
+  ``<save_dir>/artifacts`` (Lightning's ``file:<save_dir>`` store is refused by MLflow 3); the
+  global ``mlflow.set_tracking_uri`` is left alone.
 * Checkpoints go to ``checkpoints/<stem>`` with the stem made of characters every MLflow accepts
   (``epoch=0-step=151`` -> ``epoch_0-step_151``; MLflow 3 rejects Lightning's paths), and a
   checkpoint ``ModelCheckpoint`` deletes (top-k) is deleted from the run's artifacts too.
@@ -22,9 +23,10 @@ import os
 import re
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal
 
-from fulmen.api.logger import CheckpointArtifacts, Logger, rank_zero_experiment
+from fulmen.api.logger import CheckpointArtifacts, Logger, RunRecord, rank_zero_experiment
 from fulmen.errors import ConfigurationError
 from fulmen.loggers.utils import add_prefix, flatten
 from fulmen.utilities.rank_zero import rank_zero_warn
@@ -42,7 +44,7 @@ class MLFlowLogger(Logger):
         experiment_name: the experiment (created when missing).
         run_name: the run's name (the ``mlflow.runName`` tag).
         tracking_uri: where MLflow stores runs; default ``$MLFLOW_TRACKING_URI``, else
-            ``file:<save_dir>``.
+            ``sqlite:///<save_dir>/mlflow.db``.
         tags: tags of the run.
         save_dir: the local folder used when there is no tracking URI.
         log_model: log ``ModelCheckpoint``'s checkpoints as artifacts: ``"all"`` as they are
@@ -69,8 +71,12 @@ class MLFlowLogger(Logger):
             raise ConfigurationError("MLFlowLogger needs the mlflow package: "
                                      "pip install 'fulmen[mlflow]'")
         tracking_uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
-        if not tracking_uri:
-            tracking_uri = f"{LOCAL_FILE_URI_PREFIX}{save_dir}"
+        self._local_dir: str | None = None
+        if not tracking_uri:  # MLflow 3 refuses file stores: a database in save_dir
+            self._local_dir = os.path.abspath(save_dir or "./mlruns")
+            tracking_uri = f"sqlite:///{os.path.join(self._local_dir, 'mlflow.db')}"
+            if artifact_location is None:
+                artifact_location = Path(self._local_dir, "artifacts").as_uri()
         self._experiment_name = experiment_name
         self._experiment_id: str | None = None
         self._tracking_uri = tracking_uri
@@ -93,6 +99,30 @@ class MLFlowLogger(Logger):
         given (argument or ``$MLFLOW_TRACKING_URI``)."""
         return cls(**{"save_dir": os.path.join(root_dir, "mlruns"), **kwargs})
 
+    @classmethod
+    def for_conformance(cls, root_dir: str) -> Logger:
+        """Runs in a local database under ``root_dir`` (no server)."""
+        return cls(save_dir=os.path.join(root_dir, "mlruns"), experiment_name="fulmen-check")
+
+    def read_run(self) -> RunRecord | None:
+        """The run as MLflow's client reads it: parameters, every metric's history, status, and
+        how many runs the experiment holds."""
+        if self._run_id is None:
+            return None
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(self._tracking_uri)
+        run = client.get_run(self._run_id)
+        metrics = {key: [(m.step, m.value) for m in sorted(
+            client.get_metric_history(self._run_id, key), key=lambda m: (m.timestamp, m.step))]
+            for key in run.data.metrics}
+        status = {v: k for k, v in _STATUS.items()}.get(run.info.status)
+        runs = client.search_runs([run.info.experiment_id])
+        artifacts = [os.path.basename(a.path) for a in
+                     client.list_artifacts(self._run_id, "checkpoints")]
+        return RunRecord(metrics, dict(run.data.params), status, runs=len(runs),
+                         artifacts=artifacts)
+
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_client"], state["_pending"] = None, []  # a spawned rank makes its own client
@@ -107,6 +137,8 @@ class MLFlowLogger(Logger):
         from mlflow.tracking import MlflowClient
 
         if self._client is None:
+            if self._local_dir is not None:
+                os.makedirs(self._local_dir, exist_ok=True)
             self._client = MlflowClient(self._tracking_uri)
         client = self._client
         if self._run_id is None:
@@ -160,6 +192,9 @@ class MLFlowLogger(Logger):
 
     @property
     def save_dir(self) -> str | None:
+        """The local folder runs are kept in (no tracking URI given), else None."""
+        if self._local_dir is not None:
+            return self._local_dir
         if self._tracking_uri.startswith(LOCAL_FILE_URI_PREFIX):
             return self._tracking_uri[len(LOCAL_FILE_URI_PREFIX):]
         return None

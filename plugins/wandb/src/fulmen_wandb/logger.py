@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from fulmen.api.logger import CheckpointArtifacts, Logger, rank_zero_experiment
+from fulmen.api.logger import CheckpointArtifacts, Logger, RunRecord, rank_zero_experiment
 from fulmen.errors import ConfigurationError
-from fulmen.loggers.utils import add_prefix
+from fulmen.loggers.utils import add_prefix, flatten
 from fulmen.utilities.rank_zero import rank_zero_warn
 
 STEP_METRIC = "trainer/global_step"
@@ -104,6 +104,35 @@ class WandbLogger(Logger):
     def for_root_dir(cls, root_dir: str, **kwargs: Any) -> Logger:
         """``logger="wandb"``: run files under ``<default_root_dir>/wandb``."""
         return cls(**{"save_dir": root_dir, **kwargs})
+
+    @classmethod
+    def for_conformance(cls, root_dir: str) -> Logger:
+        """An offline run under ``root_dir`` (no login, no network)."""
+        return cls(save_dir=root_dir, offline=True, project="fulmen-check")
+
+    def read_run(self) -> RunRecord | None:
+        """This job's runs as their run files hold them (offline runs, or the local copy an
+        online run writes), read with :mod:`fulmen_wandb.run_files`."""
+        from fulmen_wandb.run_files import read_run
+
+        if self._save_dir is None:
+            return None
+        runs = read_run(Path(self._save_dir))
+        run = runs.get(self._id or "")
+        if run is None:
+            return None
+        metrics: dict[str, list[tuple[int, float]]] = {}
+        for row in run["history"]:
+            step = row.get(STEP_METRIC)
+            for key, value in row.items():
+                if not key.startswith("_") and key != STEP_METRIC and step is not None \
+                        and isinstance(value, int | float):
+                    metrics.setdefault(key, []).append((int(step), float(value)))
+        params = {k: v for k, v in run["config"].items() if not k.startswith("_")}
+        codes = run["exit_codes"]
+        status = None if not codes else "success" if codes[-1] == 0 else "failed"
+        return RunRecord(metrics, flatten(params), status, runs=len(runs),
+                         artifacts=[a.name for a in run["artifacts"]])
 
     def __getstate__(self) -> dict[str, Any]:
         """A spawned worker gets the run id, never the run: its rank zero continues the run this

@@ -1,7 +1,8 @@
-"""Read a W&B run file (``run-<id>.wandb``) back: the records wandb wrote, decoded with wandb's
-own protobuf schema (``wandb.proto.wandb_internal_pb2.Record``). wandb 0.2x+ has no Python reader
-of its own any more (its ``datastore`` module moved into the Go core), so the framing, W&B's
-LevelDB-style log (a 7-byte file header, 32 KiB blocks of CRC-32-checked records), is read here."""
+"""Read W&B run files (``run-<id>.wandb``) back: the records wandb wrote, decoded with wandb's
+own protobuf schema (``wandb.proto.wandb_internal_pb2.Record``). Recent wandb has no Python
+reader of its own (its ``datastore`` module moved into the Go core), so the framing, W&B's
+LevelDB-style log (a 7-byte file header, 32 KiB blocks of CRC-32-checked records), is read here.
+``WandbLogger.read_run`` (the conformance kit) and the tests use it."""
 
 from __future__ import annotations
 
@@ -43,8 +44,8 @@ def records(path: Path) -> Iterator[Any]:
 
 
 def read_run(folder: Path) -> dict[str, Any]:
-    """Every ``run-*.wandb`` under ``folder``, grouped by run id: history rows, config and
-    artifacts, as W&B recorded them."""
+    """Every ``run-*.wandb`` under ``folder``, grouped by run id: history rows, config,
+    artifacts and exit codes, as W&B recorded them (a continued run has several files)."""
     runs: dict[str, dict[str, Any]] = {}
     for path in sorted(folder.rglob("run-*.wandb")):
         run: dict[str, Any] | None = None
@@ -52,7 +53,8 @@ def read_run(folder: Path) -> dict[str, Any]:
             kind = record.WhichOneof("record_type")
             if kind == "run":
                 run = runs.setdefault(record.run.run_id, {"history": [], "config": {},
-                                                          "artifacts": [], "files": []})
+                                                          "artifacts": [], "files": [],
+                                                          "exit_codes": []})
                 run["files"].append(path)
             elif run is None:
                 continue
@@ -65,4 +67,6 @@ def read_run(folder: Path) -> dict[str, Any]:
                     run["config"][key] = json.loads(item.value_json)
             elif kind == "artifact":
                 run["artifacts"].append(record.artifact)
+            elif kind == "exit":
+                run["exit_codes"].append(record.exit.exit_code)
     return runs
