@@ -149,7 +149,8 @@ def test_disabled_plugins_are_blocked_before_import(fake_dists, monkeypatch):
 def test_unknown_names_in_the_disable_list_warn_with_the_valid_names(fake_dists, monkeypatch):
     monkeypatch.setenv("FULMEN_DISABLE_PLUGINS", "cdua")
     with pytest.warns(PluginWarning, match=r"FULMEN_DISABLE_PLUGINS names 'cdua', which is not "
-                      r"an installed plugin. Did you mean 'cuda'\? Installed plugins: (.*, )?'cpu', "):
+                      r"an installed plugin. Did you mean 'cuda'\? Installed plugins: "
+                      r"(.*, )?'cpu', "):
         fake_dists.reload()
 
 

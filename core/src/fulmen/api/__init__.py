@@ -11,4 +11,5 @@ from fulmen.api.run_config import RunConfig
 from fulmen.api.strategy import Strategy
 
 __all__ = ["Accelerator", "AsyncCheckpointIO", "CheckpointIO", "ClusterEnvironment",
-           "LaunchOwner", "Launcher", "Logger", "Precision", "RunConfig", "Strategy", "TorchCheckpointIO"]
+           "LaunchOwner", "Launcher", "Logger", "Precision", "RunConfig", "Strategy",
+           "TorchCheckpointIO"]

@@ -19,6 +19,7 @@ Nothing here starts a collective or reads a device tensor: values arrive as Pyth
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -69,7 +70,7 @@ class LoggerSet:
         if not self.loggers or self._rank() != 0:
             return
         for logger in self.loggers:
-            self._call(logger, what, lambda lg=logger: call(lg))
+            self._call(logger, what, functools.partial(call, logger))
 
     # ------------------------------------------------------------------ metrics
 
@@ -115,7 +116,8 @@ class LoggerSet:
 
     def after_save_checkpoint(self, checkpoint_callback: Any) -> None:
         self.flush()
-        self._each("after_save_checkpoint", lambda lg: lg.after_save_checkpoint(checkpoint_callback))
+        self._each("after_save_checkpoint",
+                   lambda lg: lg.after_save_checkpoint(checkpoint_callback))
 
     def save(self) -> None:
         self.flush()

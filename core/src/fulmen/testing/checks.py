@@ -17,8 +17,8 @@ import torch
 import fulmen
 from fulmen.api.logger import Logger
 from fulmen.testing import models
-from fulmen.testing.logger_checks import check_logger
 from fulmen.testing.clauses import PASS, SKIP, clauses_for
+from fulmen.testing.logger_checks import check_logger
 from fulmen.testing.record import Recorder, Skip
 
 BASES = {"accelerator": fulmen.Accelerator, "strategy": fulmen.Strategy,

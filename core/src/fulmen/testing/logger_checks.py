@@ -7,6 +7,7 @@ logger's ``read_run()`` (the tracker's own client or files).
 
 from __future__ import annotations
 
+import itertools
 import os
 import pickle
 import time
@@ -89,7 +90,7 @@ def steps_problems(run: RunRecord, expected: list[int]) -> list[str]:
     problems = []
     for key, points in run.metrics.items():
         steps = [s for s, _ in points]
-        if any(b <= a for a, b in zip(steps, steps[1:], strict=False)):
+        if any(b <= a for a, b in itertools.pairwise(steps)):
             problems.append(f"{key!r} is written at steps {steps}: not each once, increasing")
     got = [s for s, _ in run.metrics.get("train_loss", [])]
     if got != expected:

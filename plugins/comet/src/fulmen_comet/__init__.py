@@ -1,5 +1,5 @@
-"""Comet for fulmen: ``CometLogger`` (Lightning's name and arguments), registered as the ``comet``
-logger. Importing this package imports neither torch nor the tracker's library."""
+"""Comet for fulmen: ``CometLogger`` (Lightning's name and arguments), the ``comet`` logger.
+Importing this package imports neither torch nor the tracker's library."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fulmen import LoggerSpec, hookimpl
+from fulmen.kernel.hookspecs import hookimpl
+from fulmen.kernel.records import LoggerSpec
 
 
 @hookimpl

@@ -1,5 +1,5 @@
-"""MLflow for fulmen: ``MLFlowLogger`` (Lightning's name and arguments), registered as the ``mlflow``
-logger. Importing this package imports neither torch nor the tracker's library."""
+"""MLflow for fulmen: ``MLFlowLogger`` (Lightning's name and arguments), the ``mlflow`` logger.
+Importing this package imports neither torch nor the tracker's library."""
 
 from __future__ import annotations
 

@@ -261,7 +261,7 @@ class MLFlowLogger(Logger):
             self._sync_checkpoints(checkpoint_callback)
 
     def _sync_checkpoints(self, callback: Any) -> None:
-        client = self.experiment
+        client: Any = self.experiment
         new, gone = self._artifacts.changes(callback)
         for item in new:
             folder = f"checkpoints/{item.artifact_name}"

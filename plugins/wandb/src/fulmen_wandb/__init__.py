@@ -1,4 +1,4 @@
-"""Weights & Biases for fulmen: ``WandbLogger`` (Lightning's name and arguments), registered as the ``wandb``
+"""Weights & Biases for fulmen: ``WandbLogger`` (Lightning's name and arguments), the ``wandb``
 logger. Importing this package imports neither torch nor the tracker's library."""
 
 from __future__ import annotations

@@ -214,13 +214,12 @@ class WandbLogger(Logger):
         """Log gradients (and parameters with ``log="all"``) every ``log_freq`` steps."""
         self.experiment.watch(model, log=log, log_freq=log_freq, log_graph=log_graph)
 
-    def log_table(self, key: str, columns: list[str] | None = None,
+    def log_table(self, key: str, columns: list[Any] | None = None,
                   data: list[list[Any]] | None = None, dataframe: Any = None,
                   step: int | None = None) -> None:
         import wandb
 
-        self.log_metrics({key: wandb.Table(columns=columns, data=data, dataframe=dataframe)},
-                         step)
+        self._log_media(key, wandb.Table(columns=columns, data=data, dataframe=dataframe), step)
 
     def log_text(self, key: str, columns: list[str] | None = None,
                  data: list[list[str]] | None = None, dataframe: Any = None,
@@ -233,8 +232,15 @@ class WandbLogger(Logger):
         (``caption=[...]``)."""
         import wandb
 
-        self.log_metrics({key: [wandb.Image(img, **each) for img, each in
-                                zip(images, _per_item(images, kwargs), strict=True)]}, step)
+        self._log_media(key, [wandb.Image(img, **each) for img, each in
+                              zip(images, _per_item(images, kwargs), strict=True)], step)
+
+    def _log_media(self, key: str, value: Any, step: int | None) -> None:
+        """Tables and images: W&B objects, not numbers (so not through ``log_metrics``)."""
+        row = {f"{self._prefix}{self.LOGGER_JOIN_CHAR}{key}" if self._prefix else key: value}
+        if step is not None:
+            row[STEP_METRIC] = step
+        self.experiment.log(row)
 
     # ------------------------------------------------------------------ checkpoints
 

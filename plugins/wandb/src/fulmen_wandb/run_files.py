@@ -38,7 +38,7 @@ def records(path: Path) -> Iterator[Any]:
         pos += HEADER + length
         parts = chunk if kind in (FULL, FIRST) else parts + chunk
         if kind in (FULL, LAST):
-            record = wandb_internal_pb2.Record()
+            record = wandb_internal_pb2.Record()  # type: ignore[attr-defined]
             record.ParseFromString(parts)
             yield record
 
