@@ -116,7 +116,7 @@ class Lite(SelectionReport):
 
         #: the loggers, called under the logger contract's rules (rank zero, failures isolated)
         self.logger_set = LoggerSet(
-            resolve_loggers(loggers, os.getcwd(), "Lite(loggers=...)"),
+            resolve_loggers(loggers, os.getcwd(), "loggers"),
             rank=lambda: self.global_rank, buffered=False)
         self._log_step = 0  # the step of a metric logged without one
         self._launched = False

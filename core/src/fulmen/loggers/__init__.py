@@ -48,8 +48,7 @@ def tensorboard_available() -> bool:
     return importlib.util.find_spec("tensorboard") is not None
 
 
-def resolve_loggers(logger: Any, root: str, argument: str = "Trainer(logger=...)"
-                    ) -> list[Logger]:
+def resolve_loggers(logger: Any, root: str, argument: str = "logger") -> list[Logger]:
     """``True``: TensorBoard when installed, else CSV; ``False``/``None``: none; else a registered
     name, a ``Logger``, a ``{"class_path": ..., "init_args": ...}`` mapping (``class_path``: a
     registered name or ``package.module.Class``), or a list of them."""
@@ -68,7 +67,7 @@ def resolve_loggers(logger: Any, root: str, argument: str = "Trainer(logger=...)
             out.append(by_class_path(item, root, argument))
         else:
             raise ConfigurationError(
-                f"{argument} got {item!r} ({type(item).__name__}); use True, False, a "
+                f"{argument}={item!r} ({type(item).__name__}): use True, False, a "
                 "registered logger name (see `fulmen plugins`), a fulmen.loggers.Logger, a "
                 "{'class_path': ..., 'init_args': {...}} mapping, or a list of these")
     return out
@@ -87,7 +86,7 @@ def default_loggers(root: str, argument: str) -> list[Logger]:
     from fulmen.utilities.rank_zero import rank_zero_warn
 
     why = catalog.unavailable("logger", "csv", argument)
-    rank_zero_warn(f"{argument.replace('...', 'True')}: no default logger, so nothing is logged "
+    rank_zero_warn(f"{argument}=True: no default logger, so nothing is logged "
                    f"({why or 'the csv logger is not registered'}); pass logger=False to say so, "
                    "or a logger")
     return []
