@@ -45,7 +45,7 @@ def main() -> None:
                              max_steps=args.steps, log_every_n_steps=1,
                              enable_progress_bar=False, enable_model_summary=False,
                              enable_checkpointing=False, num_sanity_val_steps=0,
-                             val_check_interval=3, default_root_dir=str(args.out))
+                             default_root_dir=str(args.out))
     trainer.fit(module(), ckpt_path=args.resume, weights_only=False)
     trainer.save_checkpoint(args.out / f"after-{args.steps}.ckpt")
     rank = trainer.global_rank
