@@ -275,7 +275,8 @@ class MLFlowLogger(Logger):
                 get_artifact_repository,
             )
 
-            repository = get_artifact_repository(client.get_run(self._run_id).info.artifact_uri)
+            repository = get_artifact_repository(client.get_run(self._run_id).info.artifact_uri,
+                                                 tracking_uri=self._tracking_uri)
             for path in gone:
                 repository.delete_artifacts(f"checkpoints/{self._artifacts.deleted(path)}")
 

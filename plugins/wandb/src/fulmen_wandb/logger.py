@@ -20,6 +20,7 @@ create a run (Lightning's duplicated runs under DDP came from ranks and spawned 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -117,8 +118,14 @@ class WandbLogger(Logger):
 
         if self._save_dir is None:
             return None
-        runs = read_run(Path(self._save_dir))
-        run = runs.get(self._id or "")
+        deadline = time.monotonic() + 30
+        while True:  # wandb's core process writes the file after finish() returns
+            runs = read_run(Path(self._save_dir))
+            run = runs.get(self._id or "")
+            done = run is not None and len(run["exit_codes"]) >= self._finished
+            if done or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         if run is None:
             return None
         metrics: dict[str, list[tuple[int, float]]] = {}
