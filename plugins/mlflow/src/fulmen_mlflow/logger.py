@@ -32,7 +32,8 @@ from fulmen.loggers.utils import add_prefix, flatten
 from fulmen.utilities.rank_zero import rank_zero_warn
 
 LOCAL_FILE_URI_PREFIX = "file:"
-_STATUS = {"success": "FINISHED", "failed": "FAILED", "interrupted": "KILLED"}
+_STATUS = {"success": "FINISHED", "failed": "FAILED", "interrupted": "KILLED",
+           "finished": "FINISHED"}  # (Lightning's users call finalize("finished") too)
 _BAD_METRIC_CHARACTERS = re.compile(r"[^a-zA-Z0-9_/. \-:]+")
 
 
@@ -90,7 +91,7 @@ class MLFlowLogger(Logger):
         self._log_batch_kwargs = {} if synchronous is None else {"synchronous": synchronous}
         self._pending: list[Any] = []  # asynchronous operations not yet waited for
         self._client: Any = None
-        self._ended: str | None = None  # the status the run was last ended with
+        self._ended: str | None = None  # why the run is not RUNNING here: a status, "resumed"
         self.raise_on_error = raise_on_error
 
     @classmethod
@@ -116,7 +117,8 @@ class MLFlowLogger(Logger):
         metrics = {key: [(m.step, m.value) for m in sorted(
             client.get_metric_history(self._run_id, key), key=lambda m: (m.timestamp, m.step))]
             for key in run.data.metrics}
-        status = {v: k for k, v in _STATUS.items()}.get(run.info.status)
+        status = {"FINISHED": "success", "FAILED": "failed", "KILLED": "interrupted"}.get(
+            run.info.status)
         runs = client.search_runs([run.info.experiment_id])
         artifacts = [os.path.basename(a.path) for a in
                      client.list_artifacts(self._run_id, "checkpoints")]
@@ -143,10 +145,15 @@ class MLFlowLogger(Logger):
         client = self._client
         if self._run_id is None:
             self._create_run(client)
-        elif self._experiment_id is None or self._ended is not None:
-            run = client.get_run(self._run_id)  # continue it
-            self._experiment_id = run.info.experiment_id
-            if run.info.status != "RUNNING":
+        elif self._experiment_id is None:
+            self._experiment_id = client.get_run(self._run_id).info.experiment_id
+        return client
+
+    def _logging_client(self) -> Any:
+        """The client, with the run RUNNING again if it was ended (a later stage, a resume)."""
+        client: Any = self.experiment
+        if self._ended is not None:
+            if client.get_run(self._run_id).info.status != "RUNNING":
                 client.update_run(self._run_id, status="RUNNING")
             self._ended = None
         return client
@@ -211,6 +218,7 @@ class MLFlowLogger(Logger):
         if not self._run_id_given and state.get("run_id"):
             self._run_id = str(state["run_id"])
             self._experiment_id = None  # read from the run when it is continued
+            self._ended = "resumed"  # RUNNING again when logging starts
 
     # ------------------------------------------------------------------ logging
 
@@ -220,7 +228,7 @@ class MLFlowLogger(Logger):
 
         items = [Param(key=k, value=str(v)[:MAX_PARAM_VAL_LENGTH])
                  for k, v in flatten(params).items()]
-        client = self.experiment
+        client = self._logging_client()
         for start in range(0, len(items), 100):  # MLflow's most per request
             self._track(client.log_batch(run_id=self._run_id, params=items[start:start + 100],
                                          **self._log_batch_kwargs))
@@ -236,12 +244,12 @@ class MLFlowLogger(Logger):
                 continue
             clean = _BAD_METRIC_CHARACTERS.sub("", key)
             if clean != key:
-                rank_zero_warn(f"MLFlowLogger: MLflow allows only letters, digits and '_', '/', "
-                               f"'.', ' ', '-', ':' in metric names; {key!r} is logged as "
+                rank_zero_warn(f"MLFlowLogger: MLflow only allows '_', '/', '.', ' ', '-' and "
+                               f"':' special characters in metric names; {key!r} is logged as "
                                f"{clean!r}", category=RuntimeWarning)
             items.append(Metric(key=clean, value=float(value), timestamp=timestamp,
                                 step=step or 0))
-        client = self.experiment
+        client = self._logging_client()
         self._track(client.log_batch(run_id=self._run_id, metrics=items,
                                      **self._log_batch_kwargs))
 
@@ -261,7 +269,7 @@ class MLFlowLogger(Logger):
             self._sync_checkpoints(checkpoint_callback)
 
     def _sync_checkpoints(self, callback: Any) -> None:
-        client: Any = self.experiment
+        client: Any = self._logging_client()
         new, gone = self._artifacts.changes(callback)
         for item in new:
             folder = f"checkpoints/{item.artifact_name}"
