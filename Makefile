@@ -18,7 +18,7 @@ SRC    := $(foreach d,$(DISTS) $(PLUGIN_DISTS),$(d)/src)
 # half-way leaves a lock that makes every later run wait forever.
 export TORCH_EXTENSIONS_DIR := $(abspath $(VENV))/torch_extensions
 
-.PHONY: install install-horovod demo test test-all lint bench docs clean
+.PHONY: install install-horovod demo test test-all test-gpu lint bench docs clean
 
 install: $(STAMP)
 
@@ -55,6 +55,15 @@ test-all: install
 	$(PY) -m ruff check .
 	$(PY) -m mypy $(SRC)
 	$(PY) -m pytest -q
+
+# The CUDA tier (tests marked `gpu`: tests/gpu and a few beside their CPU tests); each test is
+# skipped without a CUDA device. On a machine without the network (the lent GPU), install the
+# project another way and name its Python: `make test-gpu PY=python3` (tools/device-check.sh).
+# GPU_TESTS: the files that hold them (collecting the whole suite there would import test-only
+# packages the GPU image lacks).
+GPU_TESTS ?= tests/gpu tests/accelerators tests/strategies/test_dp_ddp2.py
+test-gpu: $(if $(filter $(VENV)/bin/python,$(PY)),install)
+	$(PY) -m pytest -q -m gpu -p no:cacheprovider $(GPU_TESTS) $(PYTEST_ARGS)
 
 lint: install
 	$(PY) -m ruff check .
