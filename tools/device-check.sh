@@ -23,11 +23,12 @@ OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
 
 # What the device image lacks (KINDS.md lists its packages): fulmen-core's jsonargparse with the
-# `signatures` extra, hatchling (editable installs without the network), and DeepSpeed with its
-# two missing dependencies.
+# `signatures` extra and crc32c, hatchling and editables (editable installs without the network),
+# and DeepSpeed with its two missing dependencies. The project is installed with --no-deps: a
+# dependency missing from this list fails at import, so keep it in step with core/pyproject.toml.
 PURE=(jsonargparse docstring-parser typeshed-client typing-extensions hatchling trove-classifiers
       tomlkit editables hjson pydantic annotated-types typing-inspection)
-BINARY=(pydantic-core)
+BINARY=(pydantic-core crc32c)
 
 prepare() {
     mkdir -p "$WHEELS"
@@ -102,6 +103,10 @@ torch.version.cuda, torch.cuda.get_device_name())" | tee -a "$OUT/summary.txt"
     tail -25 "$OUT/gpu-tests.log"
     summary "make test-gpu: rc=$tests_rc in $(( $(date +%s) - t0 )) s: $(grep -E \
         '(passed|failed|error)' "$OUT/gpu-tests.log" | tail -1)"
+    # where the host waits for the device in a Trainer step (a profile of three steps)
+    timeout 120 python3 tests/benchmarks/gpu_throughput_worker.py --contender fulmen \
+        --warmup 8 --steps 12 --profile 3 > "$OUT/profile-fulmen.txt" 2>&1
+    grep -A12 "calls that can wait" "$OUT/profile-fulmen.txt" | head -14
     t0=$(date +%s)
     timeout "${BENCH_TIMEOUT:-360}" python3 tests/benchmarks/gpu_throughput.py \
         --budget "${BENCH_BUDGET:-260}" --out "$OUT/gpu-bench.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/gpu-bench.log"

@@ -67,7 +67,7 @@ def summarise(results: list[dict[str, Any]], contenders: list[str]) -> dict[str,
             runs = [r for r in results if r["compile"] == compiled and r["contender"] == contender]
             good = [r for r in runs if "error" not in r]
             if not good:
-                mode[contender] = {"error": runs[0]["error"] if runs else "not run"}
+                mode[contender] = {"error": runs[0]["error"]} if runs else {"not_run": True}
                 continue
             ratios = [r["tokens_per_s"] / raw[r["round"]]["tokens_per_s"]
                       for r in good if r["round"] in raw]
@@ -92,7 +92,7 @@ def verdicts(summary: dict[str, Any]) -> list[str]:
         for ours, goal in GOALS.items():
             mine = table.get(ours, {})
             if mine.get("ratio_to_raw") is None:
-                lines.append(f"{mode}: {ours}: no figure ({mine.get('error', 'not run')[:200]})")
+                lines.append(f"{mode}: {ours}: no figure ({mine.get('error', 'not run')[-300:]})")
                 continue
             ratio = mine["ratio_to_raw"]
             lines.append(f"{mode}: {ours} {ratio:.4f}x raw (goal >= {goal}): "
@@ -114,8 +114,9 @@ def table(summary: dict[str, Any]) -> str:
             "|---|---|---|---|---|---|"]
     for mode, contenders in summary.items():
         for name, figures in contenders.items():
-            if "error" in figures:
-                rows.append(f"| {mode} | {name} | error | | | |")
+            if "tokens_per_s" not in figures:
+                shown = "error" if "error" in figures else "not run (budget)"
+                rows.append(f"| {mode} | {name} | {shown} | | | |")
                 continue
             ratio = figures["ratio_to_raw"]
             mfu = figures["mfu"]

@@ -65,11 +65,13 @@ class GPT(nn.Module):
                     else 0.02
                 nn.init.normal_(p, std=std)
 
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """The loss (as nanoGPT's model returns it), so that ``torch.compile`` of the model covers
+        the same region — the decoder and the loss — in every contender."""
         x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
         for block in self.blocks:
             x = block(x)
-        return self.head(self.ln(x))
+        return lm_loss(self.head(self.ln(x)), targets)
 
 
 def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -92,9 +94,10 @@ class Clock:
     """Reads the time, after synchronising the device, at the top of step ``warmup`` and after
     the last step: ``tick(i)`` at the top of step i, ``stop()`` after the loop."""
 
-    def __init__(self, warmup: int, device: torch.device) -> None:
-        self.warmup, self.device = warmup, device
+    def __init__(self, warmup: int, device: torch.device, profile: int = 0) -> None:
+        self.warmup, self.device, self.profile = warmup, device, profile
         self.start = self.end = 0.0
+        self.profiler: Any = None
 
     def sync(self) -> float:
         if self.device.type == "cuda":
@@ -104,9 +107,31 @@ class Clock:
     def tick(self, step: int) -> None:
         if step == self.warmup:
             self.start = self.sync()
+            if self.profile:
+                from torch.profiler import ProfilerActivity, profile
+
+                self.profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+                self.profiler.__enter__()
+        elif self.profiler is not None and step == self.warmup + self.profile:
+            self.sync()
+            self.profiler.__exit__(None, None, None)
+            report(self.profiler)
+            self.profiler = None
 
     def stop(self) -> None:
         self.end = self.sync()
+
+
+def report(profiler: Any) -> None:
+    """What the host did in the profiled steps: the calls that wait for the device, and the top
+    of the host's time."""
+    events = profiler.key_averages()
+    waits = [e for e in events if any(k in e.key for k in (
+        "Synchronize", "cudaMemcpy", "item", "_local_scalar_dense", "cudaFree", "cudaMalloc"))]
+    print("## calls that can wait for the device (count, host total us)")
+    for e in sorted(waits, key=lambda e: -e.cpu_time_total):
+        print(f"{e.count:6d} {e.cpu_time_total:12.0f}  {e.key}")
+    print(events.table(sort_by="self_cpu_time_total", row_limit=25, max_name_column_width=60))
 
 
 def run_raw(args: argparse.Namespace, loader: DataLoader, clock: Clock) -> None:
@@ -119,8 +144,7 @@ def run_raw(args: argparse.Namespace, loader: DataLoader, clock: Clock) -> None:
         clock.tick(i)
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         with torch.autocast(device.type, dtype=torch.bfloat16):
-            logits = step_model(x)
-        loss = lm_loss(logits, y)
+            loss = step_model(x, y)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -143,8 +167,7 @@ def run_lite(args: argparse.Namespace, loader: DataLoader, clock: Clock, fabric:
     model.train()
     for i, (x, y) in enumerate(loader):
         clock.tick(i)
-        logits = model(x)
-        loss = lm_loss(logits, y)
+        loss = model(x, y)
         lite.backward(loss)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -165,12 +188,12 @@ def run_trainer(args: argparse.Namespace, loader: DataLoader, clock: Clock,
             super().__init__()
             self.gpt = GPT(args.size)
 
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.gpt(x)
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            return self.gpt(x, y)
 
         def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
             x, y = batch
-            return lm_loss(self(x), y)
+            return self(x, y)
 
         def configure_optimizers(self) -> Any:
             return make_optimizer(self.parameters(), clock.device)
@@ -179,8 +202,10 @@ def run_trainer(args: argparse.Namespace, loader: DataLoader, clock: Clock,
         def on_train_batch_start(self, trainer: Any, module: Any, batch: Any, i: int) -> None:
             clock.tick(i)
 
-        def on_train_end(self, trainer: Any, module: Any) -> None:
-            clock.stop()
+        def on_train_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any,
+                               i: int) -> None:
+            if i == args.warmup + args.steps - 1:  # the loops' clock stops after the last step
+                clock.stop()
 
     options: dict[str, Any] = {
         "accelerator": clock.device.type, "devices": 1, "precision": "bf16-mixed",
@@ -203,7 +228,7 @@ def flops_per_step(size: str, batch: int) -> int:
     with torch.device("meta"):
         model = GPT(size)
         x = torch.randint(0, 2, (batch, context))
-    return measure_flops(model, lambda: model(x), lambda logits: lm_loss(logits, x))
+    return measure_flops(model, lambda: model(x, x), lambda loss: loss)
 
 
 def main() -> None:
@@ -215,6 +240,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--profile", type=int, default=0,
+                        help="profile this many steps after the warm-up and print the table")
     args = parser.parse_args()
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -224,7 +251,7 @@ def main() -> None:
         torch.backends.cudnn.allow_tf32 = True
         torch.cuda.reset_peak_memory_stats(device)
     loader = make_loader(args.size, args.batch, args.warmup + args.steps)
-    clock = Clock(args.warmup, device)
+    clock = Clock(args.warmup, device, args.profile)
     if args.contender == "raw":
         run_raw(args, loader, clock)
     elif args.contender in ("lite", "fabric"):

@@ -144,7 +144,7 @@ def test_16_mixed_skips_steps_whose_gradients_overflow() -> None:
     if not ON_CUDA:
         pytest.skip("GradScaler's inf-skipping is checked on CUDA")
     t.fit(model, loader())
-    scaler = t.strategy.precision_plugin.scaler
+    scaler = t.strategy.precision.scaler
     assert scaler is not None
     assert model.changed == [True, True, False, True, True]
     assert scaler.get_scale() == 65536.0 / 2  # halved once, at the overflowing step
@@ -232,7 +232,8 @@ def test_distributed_strategies_on_one_device(strategy: str) -> None:
     t.callbacks.append(Backend())
     t.fit(model, loader())
     if strategy == "model_parallel":
-        assert seen[0] in (("nccl", "cuda:nccl") if ON_CUDA else ("gloo", "cpu:gloo", "undefined"))
+        # torch's init_device_mesh starts its own group for a world of one
+        assert seen[0] in ("nccl", "gloo", "undefined"), seen
     else:
         assert seen == ["none"]
     assert {device.type for device, _ in model.seen} == {DEVICE}
@@ -279,19 +280,29 @@ def test_lite_at_each_precision(precision: str, compute_dtype: torch.dtype) -> N
     assert torch.isfinite(values).all() and values[-8:].mean() < values[:8].mean()
 
 
-def test_lite_checkpoint_round_trip_keeps_the_scaler(tmp_path: Path) -> None:
+def test_lite_checkpoint_round_trip_with_the_scaler(tmp_path: Path) -> None:
     if not ON_CUDA:
         pytest.skip("float16 loss scaling is a CUDA feature")
     lite = fulmen.Lite(accelerator="cuda", devices=1, precision="16-mixed")
-    model, optimizer = lite.setup(torch.nn.Linear(32, 2),
-                                  torch.optim.SGD(torch.nn.Linear(32, 2).parameters(), lr=0.1))
+    net = torch.nn.Linear(32, 2)
+    model, optimizer = lite.setup(net, torch.optim.SGD(net.parameters(), lr=0.1))
+    scaler = lite.strategy.precision.scaler
+    assert scaler is not None
     x = torch.randn(8, 32, device=lite.device)
     lite.backward(model(x).float().sum())
     optimizer.step()
-    lite.save(tmp_path / "state.ckpt", {"model": model, "optimizer": optimizer})
-    state = {"model": model, "optimizer": optimizer}
+    saved = {k: v.clone() for k, v in model.state_dict().items()}
+    # as with Fabric, the scaler travels when the state names it
+    lite.save(tmp_path / "state.ckpt", {"model": model, "optimizer": optimizer, "scaler": scaler})
+    lite.backward(model(x).float().sum())
+    optimizer.step()
+    scaler.update(1.0)  # a different scale, which the load must undo
+    state = {"model": model, "optimizer": optimizer, "scaler": scaler}
     lite.load(tmp_path / "state.ckpt", state)
     assert next(model.parameters()).device.type == "cuda"
+    for key, value in model.state_dict().items():
+        assert torch.equal(value, saved[key]), key
+    assert scaler.get_scale() == 65536.0
 
 
 def test_device_stats_and_throughput_monitors(tmp_path: Path) -> None:
@@ -312,9 +323,11 @@ def test_device_stats_and_throughput_monitors(tmp_path: Path) -> None:
     t.fit(model, loader())
     logged = set(t.logged_metrics)
     assert "train/device/samples_per_sec" in logged, sorted(logged)
+    # DeviceStatsMonitor writes to the loggers directly, as Lightning's does
+    written = (Path(logger.log_dir) / "metrics.csv").read_text().splitlines()[0].split(",")
     if ON_CUDA:
-        assert any(k.startswith("DeviceStatsMonitor.") and "allocated_bytes" in k
-                   for k in logged), sorted(logged)
+        assert any(k.startswith("DeviceStatsMonitor.on_train_batch_start/")
+                   and "allocated_bytes" in k for k in written), written
         assert throughput.available_flops, "no peak FLOPs for " + torch.cuda.get_device_name()
         assert "train/device/mfu" in logged, sorted(logged)
         assert 0 < float(t.logged_metrics["train/device/mfu"]) < 1

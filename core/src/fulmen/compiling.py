@@ -79,10 +79,26 @@ def unwrap(model: Any) -> tuple[Any, dict[str, Any] | None]:
     return model, None
 
 
-def apply(module: Any, settings: dict[str, Any] | None) -> None:
-    """Compile ``module`` in place (its ``__call__``); nothing when ``settings`` is None."""
-    if settings is not None:
-        module.compile(**settings)
+#: The step methods the Trainer compiles with the module, as Lightning does for a model given as
+#: ``torch.compile(model)`` (``lightning.pytorch.utilities.compile.from_compiled``): the loss a
+#: ``training_step`` computes is then compiled with the forward (one graph, fused), not left eager.
+STEP_METHODS = ("training_step", "validation_step", "test_step", "predict_step")
+
+
+def apply(module: Any, settings: dict[str, Any] | None, steps: bool = False) -> None:
+    """Compile ``module`` in place (its ``__call__``) and, with ``steps``, its step methods (as
+    instance attributes: the class and the state dict keys stay as they are); nothing when
+    ``settings`` is None. A step method set to None (validation disabled) stays None."""
+    if settings is None:
+        return
+    module.compile(**settings)
+    if steps:
+        import torch
+
+        for name in STEP_METHODS:
+            method = getattr(module, name)
+            if method is not None:
+                setattr(module, name, torch.compile(method, **settings))
 
 
 def time_first_call(step: Any, active: bool, what: str = "step") -> Any:

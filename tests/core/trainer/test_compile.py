@@ -99,3 +99,21 @@ def test_inductor_without_a_cpp_compiler_is_refused_before_training(tmp_path, mo
         fulmen.Trainer(accelerator="cpu", compile=compile_value, logger=False)
     assert "compile=False" in str(e.value) and "aot_eager" in str(e.value)
     fulmen.Trainer(accelerator="cpu", compile=FAST, logger=False)  # needs no compiler
+
+
+@pytest.mark.timeout(240)
+def test_the_step_methods_are_compiled_with_the_model_as_lightning_does(tmp_path):
+    """Lightning compiles ``training_step`` (and the other steps) with the forward of a model
+    given as ``torch.compile(model)``, so the loss is compiled too: a graph holds the loss."""
+    graphs: list[str] = []
+
+    def backend(gm: torch.fx.GraphModule, example_inputs: list) -> object:
+        graphs.append(str(gm.graph))
+        return gm.forward
+
+    model = TinyModule()
+    trainer(tmp_path, compile={"backend": backend}, limit_train_batches=2,
+            limit_val_batches=1, num_sanity_val_steps=0).fit(model, loader(), loader())
+    assert any("cross_entropy" in graph for graph in graphs), graphs
+    keys = set(TinyModule().state_dict())
+    assert set(model.state_dict()) == keys

@@ -83,7 +83,8 @@ class Trainer(SelectionReport):
         detect_anomaly: torch's autograd anomaly detection, and stop every rank at the first
             non-finite training loss (a ``fulmen.errors.NonFiniteError``).
         profiler: ``"simple"``, ``"advanced"``, ``"pytorch"`` or a Profiler instance.
-        compile: torch.compile the model: True, or a dict of torch.compile arguments.
+        compile: torch.compile the model and its step methods (as Lightning does for a model
+            given as ``torch.compile(model)``): True, or a dict of torch.compile arguments.
         log_every_n_steps: how often (in optimizer steps) step metrics are logged and training
             losses are checked for NaN/inf.
         enable_checkpointing: add a ModelCheckpoint when none is given.
@@ -626,7 +627,8 @@ class Trainer(SelectionReport):
                 self.gradient_clip_algorithm or "norm")
             self.strategy.setup_module(model)
             if self.compile_options is not None and id(model) not in self._compiled:
-                compiling.apply(model, self.compile_options)  # in place: keys keep their names
+                # in place (keys keep their names), step methods too, as Lightning does
+                compiling.apply(model, self.compile_options, steps=True)
                 self._compiled.add(id(model))
             if stage == "fit":
                 self.optimization.configure(model)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import logging
 import os
 import warnings
@@ -105,6 +106,7 @@ class DeepSpeedStrategy(ParallelStrategy):
         self.logging_level = logging_level
         self.engine: Any = None
         self._dispatcher: StepDispatcher | None = None
+        self._cast_hook: Any = None  # casts the batch to the engine's fp16/bf16 dtype
         self._batch_size_set = False
         self._warned_backward = False
 
@@ -198,6 +200,14 @@ class DeepSpeedStrategy(ParallelStrategy):
         deepspeed.utils.logger.setLevel(self.logging_level)
         assert self._dispatcher is not None, "setup_module() first"
         config = self.deepspeed_config()
+        half = _half_dtype(config)
+        if half is not None and self._cast_hook is None:
+            # DeepSpeed owns mixed precision: its fp16/bf16 section keeps the weights in that
+            # dtype and turns torch.autocast off inside the engine (on CUDA), so the batch's
+            # floating-point tensors must reach the model in that dtype too (as Lightning's
+            # DeepSpeedPrecision.convert_input does).
+            self._cast_hook = self._dispatcher.register_forward_pre_hook(
+                functools.partial(_cast_floats, half), with_kwargs=True)
         self.engine, _, _, _ = deepspeed.initialize(
             model=self._dispatcher, optimizer=optimizer, config=config,
             dist_init_required=False)
@@ -465,6 +475,22 @@ def _destroy_single_group() -> None:
 
 def _offloads(options: ds_config.OffloadOptions | None) -> bool:
     return options is not None and options.device != "none"
+
+
+def _half_dtype(config: dict[str, Any]) -> torch.dtype | None:
+    """The dtype a DeepSpeed config's ``bf16`` or ``fp16`` section runs the model in, if any."""
+    for section, dtype in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
+        if (config.get(section) or {}).get("enabled"):
+            return dtype
+    return None
+
+
+def _cast_floats(dtype: torch.dtype, module: torch.nn.Module, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    from fulmen.apply import apply_to_tensors
+
+    return apply_to_tensors((args, kwargs),
+                            lambda t: t.to(dtype) if t.is_floating_point() else t)
 
 
 def _cpu_has_fp16() -> bool:
