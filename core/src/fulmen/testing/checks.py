@@ -6,6 +6,9 @@ what the runner needs next (for a strategy: whether it runs several processes).
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import inspect
 import io
 import math
 import os
@@ -19,11 +22,49 @@ from fulmen.api.logger import Logger
 from fulmen.testing import models
 from fulmen.testing.clauses import PASS, SKIP, clauses_for
 from fulmen.testing.logger_checks import check_logger
-from fulmen.testing.record import Recorder, Skip
+from fulmen.testing.record import (
+    Broken,
+    Recorder,
+    Skip,
+    defined_at,
+    describe,
+    exception_hint,
+    locate,
+)
 
 BASES = {"accelerator": fulmen.Accelerator, "strategy": fulmen.Strategy,
          "precision": fulmen.Precision, "environment": fulmen.ClusterEnvironment,
          "logger": Logger}
+
+
+@functools.cache
+def package_root(module: str) -> str | None:
+    """The folder of the top-level package (or the file of the module) ``module`` is in."""
+    top = module.split(".")[0]
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:
+        return os.path.abspath(next(iter(spec.submodule_search_locations)))
+    return os.path.abspath(spec.origin) if spec.origin else None
+
+
+def plugin_roots(obj: Any) -> tuple[str, ...]:
+    """The folders of a plugin instance's own code: the packages of its class and of the bases
+    that come from outside fulmen's kernel (a third-party subclass of a built-in strategy is
+    located in its own package first; the built-in's package only when nothing else is)."""
+    roots: list[str] = []
+    for cls in type(obj).__mro__:
+        module = cls.__module__
+        if module.split(".")[0] in ("fulmen", "builtins", "abc", "torch"):
+            continue
+        root = package_root(module)
+        if root and root not in roots:
+            roots.append(root)
+    return tuple(roots[:1])
 
 
 def record_for(kind: str, name: str) -> Any:
@@ -67,16 +108,21 @@ def check(kind: str, name: str, rec: Recorder, folder: Path, shared_with: str | 
     """Record a verdict for every clause of ``kind``; ``shared_with``: a strategy name of the
     same class and launcher whose runs stand for this one's (only loading is checked here)."""
     holder: dict[str, Any] = {}
+    entry = fulmen.get_plugin_manager().catalog().find(kind, name)
+    if entry is not None:  # an error while constructing is located in the plugin's package
+        root = package_root(entry.record.target_path.split(":")[0])
+        rec.roots = (root,) if root else ()
 
     def loads() -> None:
         holder["instance"] = load(kind, name)
 
     status = rec.clause("plugin.loads", loads)
     if status != PASS:
+        why = rec.last if status == SKIP else "not run: plugin.loads failed"
         for clause in clauses_for(kind)[1:]:
-            rec.result(clause.id, SKIP, f"plugin.loads: {status}: {rec.last}"
-                       if status != SKIP else rec.last)
+            rec.result(clause.id, SKIP, why)
         return {}
+    rec.roots = plugin_roots(holder["instance"])
     if shared_with is not None:
         return {"shares": shared_with}
     return CHECKS[kind](name, holder["instance"], rec, folder)
@@ -157,6 +203,8 @@ def check_precision(name: str, precision: Any, rec: Recorder, folder: Path) -> d
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         before = [p.detach().clone() for p in model.parameters()]
         x = precision.convert_input(torch.randn(8, 4, device=device))
+        context_manager(precision, "forward_context")
+        context_manager(precision, "module_init_context")
 
         def closure() -> torch.Tensor:
             optimizer.zero_grad()
@@ -178,7 +226,11 @@ def check_precision(name: str, precision: Any, rec: Recorder, folder: Path) -> d
         if "device_type" not in state:
             raise Skip("precision.forward_backward did not pass")
         saved = precision.state_dict()
-        assert isinstance(saved, dict), f"state_dict() returned {type(saved).__name__}, not dict"
+        if not isinstance(saved, dict):
+            raise Broken(f"state_dict() returned {type(saved).__name__}, not dict",
+                         f"state_dict returns a {type(saved).__name__} ({short_repr(saved)}): "
+                         "return a dict of plain tensors and numbers (an empty dict when there "
+                         "is no state)", defined_at(type(precision).state_dict))
         buffer = io.BytesIO()
         torch.save(saved, buffer)
         buffer.seek(0)
@@ -193,6 +245,46 @@ def check_precision(name: str, precision: Any, rec: Recorder, folder: Path) -> d
     rec.clause("precision.forward_backward", forward_backward)
     rec.clause("precision.state", round_trip)
     return {}
+
+
+def context_manager(plugin: Any, member: str) -> None:
+    """``plugin.<member>()`` must return a context manager (entered and left once here)."""
+    where = defined_at(getattr(type(plugin), member))
+    try:
+        context = getattr(plugin, member)()
+    except Exception as exc:
+        raise Broken(f"{member}() raised {describe(exc, plugin_roots(plugin))}",
+                     exception_hint(exc, locate(exc, plugin_roots(plugin)),
+                                    plugin_roots(plugin)),
+                     locate(exc, plugin_roots(plugin)) or where) from exc
+    kind = type(context)
+    if not (callable(getattr(kind, "__enter__", None))
+            and callable(getattr(kind, "__exit__", None))):
+        if inspect.isgenerator(context):
+            hint = (f"{member} is a generator function: decorate it with "
+                    "@contextlib.contextmanager (and yield once)")
+        elif context is None:
+            hint = (f"{member} returns None: return a context manager "
+                    "(contextlib.nullcontext() when there is nothing to enter)")
+        else:
+            hint = (f"{member} returns a {kind.__name__}, which has no __enter__/__exit__: "
+                    "return a context manager, e.g. torch.autocast(...)")
+        raise Broken(f"{member}() returned {short_repr(context)}, not a context manager",
+                     hint, where)
+    try:
+        with context:
+            pass
+    except Exception as exc:
+        raise Broken(f"entering or leaving {member}() raised "
+                     f"{describe(exc, plugin_roots(plugin))}",
+                     exception_hint(exc, locate(exc, plugin_roots(plugin)),
+                                    plugin_roots(plugin)),
+                     locate(exc, plugin_roots(plugin)) or where) from exc
+
+
+def short_repr(value: Any, width: int = 60) -> str:
+    text = f"tensor({value.tolist()})" if isinstance(value, torch.Tensor) else repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def same(a: Any, b: Any) -> bool:
@@ -323,6 +415,7 @@ def check_strategy(name: str, strategy: Any, rec: Recorder, folder: Path) -> dic
         lite = fulmen.Lite(accelerator=accelerator(), devices=1, strategy=name)
         out = lite.launch(lite_checks, str(folder))
         state["collectives"] = out["collectives"]
+        state["lite_weights"] = out["weights"]
         assert len(out["losses"]) == 2 and all(map(math.isfinite, out["losses"])), (
             f"losses {out['losses']}")
         assert models.close(out["restored"], out["weights"]), (
@@ -333,14 +426,49 @@ def check_strategy(name: str, strategy: Any, rec: Recorder, folder: Path) -> dic
 
     def collectives() -> None:
         if "collectives" not in state:
-            raise Skip("strategy.lite did not finish")
-        assert not state["collectives"], "; ".join(state["collectives"])
+            raise Skip("not run: strategy.lite did not finish")
+        problems = state["collectives"]
+        if problems:
+            first = problems[0]
+            raise Broken("; ".join(p["problem"] for p in problems), first["hint"],
+                         first["where"])
+
+    def matches() -> None:
+        if "weights" not in state or "lite_weights" not in state:
+            raise Skip("not run: strategy.trainer or strategy.lite did not pass")
+        raise_if_differ({0: state["weights"]}, {0: state["lite_weights"]}, strategy)
 
     clause("strategy.trainer", trainer)
     clause("strategy.checkpoint", checkpoint)
     clause("strategy.lite", lite)
     clause("strategy.collectives", collectives)
+    clause("strategy.lite_matches_trainer", matches)
+    rec.result("strategy.no_backward_sync", SKIP, "needs two processes")
     return {}
+
+
+def raise_if_differ(trainer: dict[int, list[float]], lite: dict[int, list[float]],
+                    strategy: Any) -> None:
+    """The weights each rank trained with the Trainer and with Lite (same data, same start)
+    must agree; else :class:`Broken` with what differs and which member decides it."""
+    differ = [r for r in sorted(trainer) if r in lite and not models.close(trainer[r], lite[r])]
+    if not differ:
+        return
+    gap = max(max((abs(x - y) for x, y in zip(trainer[r], lite[r])), default=0.0)
+              for r in differ)
+    kind = type(strategy)
+    step_customised = kind.step is not fulmen.Strategy.step
+    where = defined_at(kind.step) if step_customised else ""
+    if step_customised:
+        hint = (f"{kind.__name__} overrides step(): the Trainer calls it for 'training_step' "
+                "and Lite for 'forward' (each call of a set-up module); apply the same "
+                "customisation to both methods (or move it to optimizer_step/backward, "
+                "which both call)")
+    else:
+        hint = (f"{kind.__name__} trains differently under Lite although both call the same "
+                "members: look for state kept per Trainer (run_config) or per call site")
+    raise Broken(f"after 2 steps on the same data the Trainer and Lite weights differ on "
+                 f"rank(s) {differ} (largest difference {gap:.3g})", hint, where)
 
 
 def layout(name: str) -> dict[str, Any]:
@@ -390,51 +518,145 @@ def lite_checks(lite: fulmen.Lite, folder: str) -> dict[str, Any]:
     return {**models.lite_train(lite, folder), "collectives": collective_problems(lite)}
 
 
-def collective_problems(owner: Any) -> list[str]:
+def collective_problems(owner: Any) -> list[dict[str, Any]]:
     """Run every collective once through ``owner.strategy`` (a Lite or Trainer, inside the run,
-    on every rank); what differs from the contract."""
+    on every rank); what differs from the contract, each ``{"rank", "call", "problem", "hint",
+    "where"}`` (``where``: the plugin's line that raised, or where the member is defined)."""
     strategy = owner.strategy
     rank, world = strategy.global_rank, strategy.world_size
-    problems: list[str] = []
+    roots = plugin_roots(strategy)
+    problems: list[dict[str, Any]] = []
 
-    def expect(what: str, got: Any, want: Any) -> None:
-        if not same(got, want):
-            problems.append(f"rank {rank}: {what} gave {got!r}, expected {want!r}")
+    def add(call: str, member: str, problem: str, hint: str, where: str = "") -> None:
+        problems.append({"rank": rank, "call": call, "problem": f"rank {rank}: {problem}",
+                         "hint": hint,
+                         "where": where or defined_at(getattr(type(strategy), member))})
 
-    def run(what: str, call: Any) -> Any:
+    def run(call: str, member: str, function: Any) -> tuple[bool, Any]:
         try:
-            return call()
+            return True, function()
         except Exception as exc:
-            problems.append(f"rank {rank}: {what} raised {type(exc).__name__}: {exc}")
-            return None
+            where = locate(exc, roots)
+            add(call, member, f"{call} raised {describe(exc, roots)}",
+                exception_hint(exc, where, roots), where)
+            return False, None
+
+    def judge(call: str, member: str, got: Any, want: Any, mine: Any, what: str) -> None:
+        """``got`` against ``want``; ``mine`` is this rank's own input (returned unchanged:
+        nothing was exchanged)."""
+        if agrees(got, want):
+            return
+        if got is None:
+            hint = (f"{member} returns None: return the result ({what}) on every rank, "
+                    "not only where it was computed")
+        elif world > 1 and same(got, mine):
+            hint = (f"{member} returned this rank's own input unchanged: nothing was "
+                    f"exchanged between the {world} processes ({what})")
+        elif isinstance(got, torch.Tensor) and isinstance(want, torch.Tensor) \
+                and tuple(got.shape) != tuple(want.shape):
+            hint = (f"{member} gave shape {tuple(got.shape)}, expected {tuple(want.shape)}: "
+                    f"{what}")
+        else:
+            hint = f"{member} must give {what}"
+        add(call, member, f"{call} gave {short_repr(got)}, expected {short_repr(want)}", hint)
 
     device = strategy.root_device
-    total = run("reduce(sum)", lambda: strategy.reduce(torch.tensor(float(rank + 1),
-                                                                    device=device), "sum"))
-    if total is not None:
-        expect("reduce(tensor(rank + 1), 'sum')", float(total), float(world * (world + 1) / 2))
-    mean = run("reduce(mean)", lambda: strategy.reduce(torch.tensor(float(rank), device=device),
-                                                       "mean"))
-    if mean is not None:
-        expect("reduce(tensor(rank), 'mean')", float(mean), (world - 1) / 2)
-    gathered = run("all_gather", lambda: strategy.all_gather(torch.tensor([rank, 7],
-                                                                          device=device)))
-    if gathered is not None:
-        got = gathered.tolist() if isinstance(gathered, torch.Tensor) else gathered
-        if world == 1 and got == [rank, 7]:  # Lightning adds no dimension for one process
-            got = [got]
-        expect("all_gather(tensor([rank, 7]))", got, [[r, 7] for r in range(world)])
+    mine = torch.tensor(float(rank + 1), device=device)
+    ok, total = run("reduce(tensor(rank + 1), 'sum')", "reduce",
+                    lambda: strategy.reduce(mine.clone(), "sum"))
+    if ok:
+        judge("reduce(tensor(rank + 1), 'sum')", "reduce", as_cpu(total),
+              torch.tensor(float(world * (world + 1) / 2)), as_cpu(mine),
+              "the sum of every rank's tensor")
+    mine = torch.tensor(float(rank), device=device)
+    ok, mean = run("reduce(tensor(rank), 'mean')", "reduce",
+                   lambda: strategy.reduce(mine.clone(), "mean"))
+    if ok:
+        judge("reduce(tensor(rank), 'mean')", "reduce", as_cpu(mean),
+              torch.tensor((world - 1) / 2), as_cpu(mine), "the sum over ranks / world size")
+    mine = torch.tensor([rank, 7], device=device)
+    ok, gathered = run("all_gather(tensor([rank, 7]))", "all_gather",
+                       lambda: strategy.all_gather(mine.clone()))
+    if ok:
+        got = as_cpu(gathered)
+        if world == 1 and same(got, as_cpu(mine)):  # Lightning adds no dimension for one process
+            got = got.unsqueeze(0)
+        judge("all_gather(tensor([rank, 7]))", "all_gather", got,
+              torch.tensor([[r, 7] for r in range(world)]), as_cpu(mine),
+              f"one entry per rank stacked on a new first dimension, shape ({world}, 2)")
     for src in sorted({0, world - 1}):
-        got = run(f"broadcast(src={src})", lambda s=src: strategy.broadcast({"rank": rank}, s))
-        if got is not None:
-            expect(f"broadcast({{'rank': rank}}, src={src})", got, {"rank": src})
-    agreement = run("start_agreement", lambda: strategy.start_agreement(10 + rank))
-    if agreement is not None:
-        agreed = run("start_agreement(...)()", agreement)
-        if agreed is not None:
-            expect("start_agreement(10 + rank)()", agreed, 10 + world - 1)
-    run("barrier", lambda: strategy.barrier("fulmen-testing"))
+        call = f"broadcast({{'rank': rank}}, src={src})"
+        ok, got = run(call, "broadcast", lambda s=src: strategy.broadcast({"rank": rank}, s))
+        if ok:
+            judge(call, "broadcast", got, {"rank": src}, {"rank": rank},
+                  f"rank {src}'s object on every rank")
+    ok, agreement = run("start_agreement(10 + rank)", "start_agreement",
+                        lambda: strategy.start_agreement(10 + rank))
+    if ok:
+        if not callable(agreement):
+            add("start_agreement(10 + rank)", "start_agreement",
+                f"start_agreement returned {short_repr(agreement)}, not a function",
+                "return a function that gives the agreed value when called")
+        else:
+            ok, agreed = run("start_agreement(10 + rank)()", "start_agreement", agreement)
+            if ok:
+                judge("start_agreement(10 + rank)()", "start_agreement", agreed,
+                      10 + world - 1, 10 + rank, "the largest value of any rank")
+    run("barrier('fulmen-testing')", "barrier", lambda: strategy.barrier("fulmen-testing"))
     return problems
+
+
+def agrees(got: Any, want: Any) -> bool:
+    """A collective's result against the contract's: tensors by shape and value (a reduction
+    of a scalar may come back as a number or a one-element tensor), the rest by equality."""
+    if isinstance(want, torch.Tensor) and want.ndim == 0:
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            got = got.item()
+        return isinstance(got, int | float) and not isinstance(got, bool) and \
+            abs(float(got) - float(want)) <= 1e-5
+    if isinstance(want, torch.Tensor):
+        return isinstance(got, torch.Tensor) and tuple(got.shape) == tuple(want.shape) and \
+            bool(torch.allclose(got.float(), want.float()))
+    return same(got, want)
+
+
+def as_cpu(value: Any) -> Any:
+    """A tensor result on the CPU (compared there); anything else as it is."""
+    return value.detach().cpu() if isinstance(value, torch.Tensor) else value
+
+
+def reductions(events: Any) -> int:
+    """How many gradient reductions (all-reduce, reduce-scatter) a profile saw."""
+    return sum(1 for e in events if e.name.startswith("c10d::") and "reduce" in e.name
+               and "broadcast" not in e.name)
+
+
+def sync_problems(lite: fulmen.Lite) -> dict[str, Any]:
+    """A forward and backward inside ``lite.no_backward_sync(model)`` must issue fewer
+    reductions (all-reduce, reduce-scatter) than the same outside it, where the gradients are
+    synchronised (when the strategy overrides ``no_backward_sync``: it claims to skip; tensor
+    parallelism's own reductions happen in both). Counted with torch's profiler (collectives
+    of every backend torch dispatches: gloo, nccl, ...)."""
+    strategy = lite.strategy
+    kind = type(strategy)
+    if kind.no_backward_sync is fulmen.Strategy.no_backward_sync:
+        return {"claims": False}
+    from torch.profiler import ProfilerActivity, profile
+
+    mesh = strategy.device_mesh
+    model = lite.setup_module(models.parallelize_on(models.make_net(), mesh))
+    optimizer = lite.setup_optimizers(torch.optim.SGD(model.parameters(), lr=0.1))
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(lite.global_rank))
+    x = lite.to_device(x)
+    with profile(activities=[ProfilerActivity.CPU]) as inside, lite.no_backward_sync(model):
+        lite.backward(model(x).float().pow(2).mean())
+    with profile(activities=[ProfilerActivity.CPU]) as after:
+        lite.backward(model(x).float().pow(2).mean())
+    optimizer.step()
+    optimizer.zero_grad()
+    return {"claims": True, "inside": reductions(inside.events()),
+            "after": reductions(after.events()), "replicas": strategy.data_parallel_size,
+            "where": defined_at(kind.no_backward_sync)}
 
 
 CHECKS = {"accelerator": check_accelerator, "precision": check_precision,

@@ -7,6 +7,7 @@ and :mod:`fulmen.testing.distributed` (two processes). No torch, no plugin code 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from fulmen.testing.logger_clauses import LOGGER_CLAUSES
 
@@ -34,15 +35,20 @@ class Result:
     detail: str = ""
     plugin: str = ""
     distribution: str = ""
+    hint: str = ""  # computed from what was observed
+    where: str = ""  # the plugin's file:line, where there is one
+    ranks: tuple[int, ...] = ()  # the ranks that broke it (two-process runs)
 
     @property
     def fix(self) -> str:
+        """What the clause asks for, in general (``hint`` is specific to this failure)."""
         return CLAUSES[self.clause].fix if self.clause in CLAUSES else ""
 
-    def as_dict(self) -> dict[str, str]:
+    def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "clause": self.clause,
                 "status": self.status, "detail": self.detail, "plugin": self.plugin,
-                "distribution": self.distribution, "fix": self.fix}
+                "distribution": self.distribution, "hint": self.hint, "where": self.where,
+                "ranks": list(self.ranks), "fix": self.fix}
 
 
 _ALL = [
@@ -120,6 +126,19 @@ _ALL = [
            "round-trip the weights",
            "write checkpoints from rank zero only (or collectively) and make every rank able "
            "to load them"),
+    Clause("strategy.lite_matches_trainer", "strategy",
+           "Lite(strategy=NAME) trains the same weights as Trainer(strategy=NAME) on the same "
+           "data, on every rank: Lite sends a set-up module's forward through "
+           "Strategy.step('forward', ...) as the Trainer sends training_step through "
+           "Strategy.step('training_step', ...)",
+           "customise the training forward in Strategy.step for method 'forward' (Lite) as "
+           "for 'training_step' (Trainer), or in optimizer_step/backward, which both call"),
+    Clause("strategy.no_backward_sync", "strategy",
+           "a strategy that overrides no_backward_sync() reduces no gradient in a forward and "
+           "backward inside it, and still reduces them in the backward after it",
+           "make no_backward_sync() switch synchronisation off for everything it encloses "
+           "(DDP decides in the forward: DistributedDataParallel.no_sync()), and leave it on "
+           "outside"),
 ]
 
 _ALL += [Clause(*clause) for clause in LOGGER_CLAUSES]  # the logger kind's (own module)

@@ -86,5 +86,6 @@ class ClauseItem(pytest.Item):
 
 
 def explain(result: Result) -> str:
-    return (f"{result.kind} {result.name!r} from plugin {result.plugin!r} ({result.distribution}) "
-            f"breaks {result.clause}: {result.detail}\n  fix: {result.fix}")
+    from fulmen.testing.table import explain as line
+
+    return line(result)[2:]

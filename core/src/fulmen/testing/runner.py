@@ -23,10 +23,12 @@ from typing import Any
 
 from fulmen.errors import ConfigurationError, format_choices
 from fulmen.testing.clauses import FAIL, PASS, SKIP, Result, clauses_for
+from fulmen.testing.ranks import crash_hint, hint_for, read_ranks, stopped
 from fulmen.testing.record import read
 
 KINDS = ("accelerator", "precision", "environment", "strategy", "logger")
-PROCESS_CLAUSES = ("strategy.processes", "strategy.trainer_processes", "strategy.lite_processes")
+PROCESS_CLAUSES = ("strategy.processes", "strategy.trainer_processes", "strategy.lite_processes",
+                   "strategy.no_backward_sync")
 RANK_VARIABLES = ("LOCAL_RANK", "RANK", "WORLD_SIZE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT",
                   "GROUP_RANK", "LOCAL_WORLD_SIZE", "FULMEN_LAUNCHED")
 
@@ -40,6 +42,15 @@ class Target:
     plugin: str
     distribution: str
     group: str  # the record's target: names that share it differ only in constructor arguments
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str
+    detail: str = ""
+    hint: str = ""
+    where: str = ""
+    ranks: tuple[int, ...] = ()
 
 
 @dataclass
@@ -102,7 +113,7 @@ class Runner:
                  progress: Callable[[str], None] | None = None) -> None:
         self.timeout, self.exhaustive = timeout, exhaustive
         self.progress = progress or (lambda line: None)
-        self.verdicts: dict[tuple[str, str, str], tuple[str, str]] = {}
+        self.verdicts: dict[tuple[str, str, str], Verdict] = {}
         self.plans: dict[tuple[str, str], dict[str, Any]] = {}
         self.lock = threading.Lock()
         self.layouts: dict[str, dict[str, Any]] = {}  # strategy name -> how devices=2 runs
@@ -126,20 +137,33 @@ class Runner:
         report = Report(seconds=time.monotonic() - start)
         for t in targets:
             for clause in clauses_for(t.kind):
-                status, detail = self.verdicts.get((t.kind, t.name, clause.id),
-                                                   (FAIL, "the kit recorded no verdict"))
-                report.results.append(Result(t.kind, t.name, clause.id, status, detail,
-                                             t.plugin, t.distribution))
+                v = self.verdicts.get((t.kind, t.name, clause.id),
+                                      Verdict(FAIL, "the kit recorded no verdict"))
+                report.results.append(Result(t.kind, t.name, clause.id, v.status, v.detail,
+                                             t.plugin, t.distribution, v.hint, v.where,
+                                             v.ranks))
         return report
 
-    def note(self, t: Target, clause: str, status: str, detail: str) -> None:
+    def note(self, t: Target, clause: str, status: str, detail: str, hint: str = "",
+             where: str = "", ranks: Sequence[int] = ()) -> None:
         """Keep the worst verdict per clause: fail over pass over skip."""
         key = (t.kind, t.name, clause)
         rank = {FAIL: 2, PASS: 1, SKIP: 0}
         with self.lock:
             old = self.verdicts.get(key)
-            if old is None or rank[status] > rank[old[0]]:
-                self.verdicts[key] = (status, detail)
+            if old is None or rank[status] > rank[old.status]:
+                self.verdicts[key] = Verdict(status, detail, hint, where, tuple(ranks))
+            elif status == FAIL == old.status and detail and detail not in old.detail:
+                # the one-process and the two-process run both failed it: keep both
+                self.verdicts[key] = Verdict(FAIL, f"{old.detail}; then: {detail}",
+                                             old.hint or hint, old.where or where,
+                                             tuple(sorted({*old.ranks, *ranks})))
+
+    def replace(self, t: Target, clause: str, status: str, detail: str) -> None:
+        """Set a verdict whatever was there (a two-process run that never reached a clause
+        replaces its one-process pass: that pass says nothing about several processes)."""
+        with self.lock:
+            self.verdicts[(t.kind, t.name, clause)] = Verdict(status, detail)
 
     # ------------------------------------------------------------------ one process
 
@@ -181,7 +205,8 @@ class Runner:
                 if line["event"] == "start":
                     current = (t, line["clause"])
                 elif line["event"] == "result":
-                    self.note(t, line["clause"], line["status"], line["detail"])
+                    self.note(t, line["clause"], line["status"], line["detail"],
+                              line.get("hint", ""), line.get("where", ""))
                     current = None
                 elif line["event"] == "plan":
                     self.plans[(t.kind, t.name)] = line
@@ -196,9 +221,9 @@ class Runner:
             if stuck is None:
                 return
             clause = current[1] if current else "plugin.loads"
-            self.note(stuck, clause, FAIL, failure)
+            self.note(stuck, clause, FAIL, failure, crash_hint(failure, clause))
             for c in clauses_for(stuck.kind):
-                self.note(stuck, c.id, SKIP, f"not checked: {clause} did not finish")
+                self.note(stuck, c.id, SKIP, f"not run: {clause} did not finish")
             done.add((stuck.kind, stuck.name))
             remaining = [t for t in remaining if (t.kind, t.name) not in done]
 
@@ -212,9 +237,11 @@ class Runner:
             if plan.get("shares"):
                 continue
             if plan.get("error"):
-                self.note(t, PROCESS_CLAUSES[0], FAIL, plan["error"])
+                self.note(t, PROCESS_CLAUSES[0], FAIL, plan["error"],
+                          "the record allows devices=2 (no max_devices=1), so composing it must "
+                          "work; fix what the error names or declare max_devices=1")
                 for clause in PROCESS_CLAUSES[1:]:
-                    self.note(t, clause, SKIP, "strategy.processes failed")
+                    self.note(t, clause, SKIP, "not run: strategy.processes failed")
             elif plan.get("processes", 0) < 2:
                 why = plan.get("why", "its one-process checks did not finish")
                 for clause in PROCESS_CLAUSES:
@@ -231,10 +258,10 @@ class Runner:
             if first is None:
                 continue
             for c in clauses_for(t.kind)[1:]:
-                status, detail = self.verdicts.get((first.kind, first.name, c.id),
-                                                   (FAIL, "no verdict"))
+                v = self.verdicts.get((first.kind, first.name, c.id), Verdict(FAIL, "no verdict"))
                 shared = f"shared run with {first.name!r} (same class and launcher)"
-                self.note(t, c.id, status, f"{shared}: {detail}" if detail else shared)
+                self.note(t, c.id, v.status, f"{shared}: {v.detail}" if v.detail else shared,
+                          v.hint, v.where, v.ranks)
 
     def two_processes(self, t: Target, plan: dict[str, Any], folder: Path) -> None:
         folder.mkdir(parents=True)
@@ -243,56 +270,117 @@ class Runner:
         job = {"mode": "processes", "name": t.name, "accelerator": plan["accelerator"],
                "folder": str(folder)}
         failure = run_job(job, folder, self.timeout)
-        ranks = {r: [line for line in read(folder / f"rank{r}.jsonl")] for r in range(world)}
+        states = read_ranks(folder, world)
+        judged: set[str] = set()
 
-        def events(phase: str, event: str) -> dict[int, dict[str, Any]]:
-            return {r: line for r, lines in ranks.items() for line in lines
-                    if line.get("phase") == phase and line.get("event") == event}
+        def verdict(clause: str, problems: list[str], hint: str = "", where: str = "",
+                    ranks: Sequence[int] = (), passed: str = "") -> None:
+            judged.add(clause)
+            if problems:
+                self.note(t, clause, FAIL, "; ".join(problems), hint, where, ranks)
+            else:
+                self.note(t, clause, PASS, passed)
 
-        suffix = f" ({failure})" if failure else ""
+        def everyone(phase: str, event: str) -> dict[int, dict[str, Any]] | None:
+            """Each rank's report, or None when a rank did not report (judged elsewhere)."""
+            found = {r: e for r, s in states.items() if (e := s.reported(phase, event))}
+            return found if len(found) == world else None
+
+        trained_by: dict[str, dict[int, dict[str, Any]]] = {}
         for phase, clause in (("trainer", "strategy.trainer_processes"),
                               ("lite", "strategy.lite_processes")):
-            trained = events(phase, "trained")
-            missing = [r for r in range(world) if r not in trained]
-            if missing:
-                self.note(t, clause, FAIL, f"ranks {missing} of {world} never finished "
-                          f"{'fit' if phase == 'trainer' else 'the Lite loop'}{suffix}")
+            trained = everyone(phase, "trained")
+            if trained is None:
                 continue
-            problems = [f"rank {r} trained {e['steps']} steps, not 2" for r, e in trained.items()
-                        if e["steps"] != 2]
+            trained_by[phase] = trained
+            problems = [f"rank {r} trained {e['steps']} steps, not 2"
+                        for r, e in trained.items() if e["steps"] != 2]
             problems += [f"rank {r} reports world size {e['world_size']}, not {world}"
                          for r, e in trained.items() if e["world_size"] != world]
-            problems += sampling_problems(trained)
-            for r, e in events(phase, "checkpoint").items():
-                if e.get("problem"):
-                    problems.append(f"rank {r} checkpoint: {e['problem']}")
+            sampling = sampling_problems(trained)
+            problems += sampling
+            checkpoints = everyone(phase, "checkpoint") or {}
+            problems += [f"rank {r} checkpoint: {e['problem']}" for r, e in checkpoints.items()
+                         if e.get("problem")]
             problems += [f"rank {r}: lite.load gave other weights than lite.save wrote"
                          for r, e in trained.items() if e.get("restored") is False]
-            self.note(t, clause, FAIL if problems else PASS, "; ".join(problems))
-            gathered = events(phase, "collectives")
-            problems = [p for e in gathered.values() for p in e["problems"]]
-            if len(gathered) == world:
-                self.note(t, "strategy.collectives", FAIL if problems else PASS,
-                          "; ".join(f"{world} processes, {p}" for p in problems))
-        reported = {e["rank"] for e in [*events("trainer", "joined").values(),
-                                        *events("trainer", "trained").values(),
-                                        *events("lite", "started").values()]}
-        broke = [c for c in PROCESS_CLAUSES[1:]
-                 if self.verdicts.get((t.kind, t.name, c), (PASS,))[0] == FAIL]
-        if not any(ranks.values()):
-            self.note(t, "strategy.processes", FAIL,
-                      f"no rank reported: the strategy declares world size {world} for "
-                      "devices=2, but no process got past joining the process group (were "
-                      f"the other processes ever started?){suffix}")
-            for clause in PROCESS_CLAUSES[1:]:
-                self.verdicts[(t.kind, t.name, clause)] = (SKIP, "strategy.processes failed")
-        elif reported != set(range(world)):
-            self.note(t, "strategy.processes", FAIL,
-                      f"only ranks {sorted(reported)} of {world} reported{suffix}")
-        elif failure and not broke:  # else the clause that broke already carries it
-            self.note(t, "strategy.processes", FAIL, failure)
-        else:
-            self.note(t, "strategy.processes", PASS, f"{world} processes")
+            hint = ("use the distributed sampler (inherit process_dataloader, or build a "
+                    "DistributedSampler from data_parallel_size and data_parallel_rank)"
+                    if sampling else "write checkpoints from rank zero only (or collectively) "
+                    "and make every rank able to read them" if problems else "")
+            if phase == "lite" or checkpoints:
+                verdict(clause, problems, hint)
+            gathered = everyone(phase, "collectives")
+            if gathered is not None:
+                found = [p for e in gathered.values() for p in e["problems"]]
+                ranks = sorted({p["rank"] for p in found})
+                verdict("strategy.collectives", [f"{world} processes, {p['problem']}"
+                                                 for p in found],
+                        found[0]["hint"] if found else "", found[0]["where"] if found else "",
+                        ranks)
+        if len(trained_by) == 2:
+            differ = [r for r in range(world) if not close(trained_by["trainer"][r]["weights"],
+                                                           trained_by["lite"][r]["weights"])]
+            steps = states[0].defined.get("step", "")
+            verdict("strategy.lite_matches_trainer",
+                    [f"after 2 steps on the same data the Trainer and Lite weights differ on "
+                     f"rank(s) {differ} of {world}"] if differ else [],
+                    "the strategy trains differently under Lite: the Trainer sends "
+                    "training_step through Strategy.step('training_step', ...) and Lite each "
+                    "call of a set-up module through Strategy.step('forward', ...); customise "
+                    "both alike (or in optimizer_step/backward, which both call)", steps, differ)
+        synced = everyone("lite", "sync")
+        if synced is not None:
+            claims = [e for e in synced.values() if e.get("claims")]
+            if not claims:
+                verdict("strategy.no_backward_sync", [], passed="does not override "
+                        "no_backward_sync (claims no skipping)")
+            else:
+                leaky = [r for r, e in synced.items() if e.get("replicas", 2) > 1
+                         and e["inside"] and e["inside"] >= e["after"]]
+                verdict("strategy.no_backward_sync",
+                        [f"rank {r}: {synced[r]['inside']} reduction(s) in a forward and "
+                         f"backward inside no_backward_sync(), {synced[r]['after']} outside: "
+                         "nothing was skipped" for r in leaky],
+                        "no_backward_sync() is overridden (it claims to skip synchronisation) "
+                        "but the forward and backward inside it still reduced gradients: it "
+                        "must switch synchronisation off for what it encloses — DDP decides in "
+                        "the forward, so DistributedDataParallel.no_sync() must be entered "
+                        "before the forward", claims[0].get("where", ""), leaky,
+                        passed=f"{claims[0]['inside']} reduction(s) inside, "
+                        f"{claims[0]['after']} outside")
+        silent = [r for r, st in states.items() if st.silent]
+        if failure:
+            stop = stopped(states, world, failure)
+            self.note(t, stop["clause"], FAIL, stop["detail"], stop["hint"], stop["where"],
+                      stop["ranks"])
+            judged.add(stop["clause"])
+            if stop["clause"] != "strategy.processes":
+                self.note(t, "strategy.processes", PASS, f"{world} processes started")
+                judged.add("strategy.processes")
+            for clause in (*PROCESS_CLAUSES, "strategy.collectives",
+                           "strategy.lite_matches_trainer"):
+                if clause not in judged:
+                    self.replace(t, clause, SKIP, f"not reached: the {world}-process run "
+                                 f"stopped in {stop['clause']}")
+            return
+        if silent:
+            self.note(t, "strategy.processes", FAIL, f"rank(s) {silent} of {world} never "
+                      "reported although the run ended", *hint_for(states, world), silent)
+            return
+        self.note(t, "strategy.processes", PASS, f"{world} processes")
+        for clause in (*PROCESS_CLAUSES[1:], "strategy.collectives",
+                       "strategy.lite_matches_trainer"):
+            if clause not in judged:
+                late = {r: st.phase for r, st in states.items()}
+                self.note(t, clause, FAIL, f"the {world}-process run ended without every rank "
+                          f"reporting {clause} (last phases: {late})",
+                          "a rank left the run early without an error: look for an exit or a "
+                          "return on some ranks only", "", sorted(states))
+
+
+def close(a: list[float], b: list[float], tol: float = 1e-3) -> bool:
+    return len(a) == len(b) and all(abs(x - y) <= tol * (1 + abs(y)) for x, y in zip(a, b))
 
 
 def sampling_problems(trained: dict[int, dict[str, Any]]) -> list[str]:

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from fulmen.testing.clauses import FAIL, SKIP
+from fulmen.testing.clauses import FAIL, SKIP, Result
 from fulmen.testing.runner import Report, Runner, select_targets
 
 MARK = {"pass": "pass", "fail": "FAIL", "skip": "skip"}
@@ -44,8 +44,7 @@ def render(report: Report, width: int = 60) -> str:
     if failures:
         lines.append(f"\n{len(failures)} clause(s) failed:")
         for r in failures:
-            lines.append(f"- {r.kind} {r.name!r} (plugin {r.plugin!r}, {r.distribution}) breaks "
-                         f"{r.clause}: {r.detail}\n    fix: {r.fix}")
+            lines.append(explain(r))
     counts = {s: sum(r.status == s for r in report.results) for s in ("pass", FAIL, SKIP)}
     names = len({(r.kind, r.name) for r in report.results})
     lines.append(f"\n{names} names: {counts['pass']} clauses passed, {counts[FAIL]} failed, "
@@ -65,3 +64,13 @@ def load() -> str:
 def shorten(text: str, width: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def explain(r: Result) -> str:
+    """One failure: the name, plugin, distribution, clause, ranks and line, what was seen,
+    the hint computed from it, and what the clause asks for."""
+    ranks = f" on rank(s) {', '.join(map(str, r.ranks))}" if r.ranks else ""
+    where = f" at {r.where}" if r.where else ""
+    text = (f"- {r.kind} {r.name!r} (plugin {r.plugin!r}, {r.distribution}) breaks "
+            f"{r.clause}{ranks}{where}: {r.detail}")
+    return text + f"\n    hint: {r.hint or r.fix}"
