@@ -17,6 +17,8 @@ from fulmen.testing.record import read
 
 COLLECTIVES = ("barrier", "broadcast", "all_gather", "reduce", "reduce_boolean_decision",
                "start_agreement")
+#: collectives whose result the caller uses (None is never a valid one)
+VALUED = ("broadcast", "all_gather", "reduce", "reduce_boolean_decision", "start_agreement")
 #: the kit's phase (prefix) -> the clause a rank that stopped there breaks
 PHASES = (("trainer: composing", "strategy.processes"),
           ("trainer: collectives", "strategy.collectives"),
@@ -76,7 +78,7 @@ def read_ranks(folder: Path, world: int) -> dict[int, Rank]:
                 for i in range(len(state.open) - 1, -1, -1):
                     if state.open[i]["call"] == e["call"]:
                         state.returned.append({**state.open.pop(i), "left": e["t"],
-                                               "how": kind})
+                                               "how": kind, "result": e.get("result")})
                         break
                 if kind == "raise":
                     state.errors.append(e)
@@ -127,17 +129,31 @@ def hint_for(states: dict[int, Rank], world: int) -> tuple[str, str]:
     """(hint, where) from what every rank did."""
     waiting = {r: s.open[-1] for r, s in states.items() if s.open
                and s.open[-1]["call"] in COLLECTIVES}
-    # A collective some ranks left before the others had entered it: it did not wait for them.
+    # A collective other ranks left while this rank is still inside it (the k-th call of the
+    # same collective with the same arguments): it did not wait for every rank.
+    def calls(s: Rank, e: dict[str, Any], returned: bool) -> int:
+        pool = s.returned if returned else [*s.returned, *s.open]
+        return sum(1 for x in pool if x["call"] == e["call"] and x.get("args") == e.get("args")
+                   and (not returned or x["how"] == "return"))
+
     for r, e in waiting.items():
-        early = [o for o, s in states.items() if o != r and any(
-            x["call"] == e["call"] and x.get("args") == e.get("args") and x["left"] < e["t"]
-            for x in s.returned)]
+        k = calls(states[r], e, False)
+        early = [o for o, s in states.items() if o != r and calls(s, e, True) >= k]
         if early:
             where = states[r].defined.get(e["call"], "")
-            return (f"{call_text(e)} returned on rank(s) {early} before rank {r} entered it, "
-                    f"and rank {r} waits there: every rank must enter {e['call']}, and it may "
-                    "return only when all have (look for a rank condition, such as "
-                    "'if self.global_rank == 0', around the collective)", where)
+            return (f"{call_text(e)} returned on rank(s) {early} while rank {r} still waits "
+                    f"in it: every rank must enter {e['call']}, and it may return only when "
+                    "all have (look for a rank condition, such as 'if self.global_rank == 0', "
+                    "around the collective)", where)
+    # A collective that returned nothing, and the caller that needed its result failed.
+    empty = [(r, x) for r, s in sorted(states.items()) for x in s.returned
+             if x["call"] in VALUED and x["how"] == "return" and x.get("result") == "None"]
+    if empty:
+        ranks = sorted({r for r, _ in empty})
+        r, x = empty[0]
+        return (f"{call_text(x)} returned None on rank(s) {ranks} (called at "
+                f"{x.get('caller', '?')}): {x['call']} must return its result on every rank",
+                states[r].defined.get(x["call"], ""))
     # Ranks waiting in different collectives: one rank skipped or added a call.
     calls = {r: call_text(e) for r, e in waiting.items()}
     if len(set(calls.values())) > 1 or (waiting and len(waiting) < world):
@@ -192,6 +208,8 @@ def stopped(states: dict[int, Rank], world: int, failure: str) -> dict[str, Any]
     hint, where = hint_for(states, world)
     if hint.startswith("setup_environment returned"):  # the process group is what broke
         clause = "strategy.processes"
+    elif " returned None on rank(s) " in hint:  # a collective broke what called it
+        clause = "strategy.collectives"
     positions = "; ".join(position(states[r], now) for r in sorted(states))
     errors = [f"rank {r} raised {e['error']}" for r, s in sorted(states.items())
               for e in s.errors[:1]]

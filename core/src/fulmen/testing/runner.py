@@ -160,10 +160,12 @@ class Runner:
                                              tuple(sorted({*old.ranks, *ranks})))
 
     def replace(self, t: Target, clause: str, status: str, detail: str) -> None:
-        """Set a verdict whatever was there (a two-process run that never reached a clause
+        """Set a verdict over a pass or skip (a two-process run that never reached a clause
         replaces its one-process pass: that pass says nothing about several processes)."""
         with self.lock:
-            self.verdicts[(t.kind, t.name, clause)] = Verdict(status, detail)
+            old = self.verdicts.get((t.kind, t.name, clause))
+            if old is None or old.status != FAIL:  # a failure found on one process stays
+                self.verdicts[(t.kind, t.name, clause)] = Verdict(status, detail)
 
     # ------------------------------------------------------------------ one process
 
