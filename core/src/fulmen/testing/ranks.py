@@ -131,14 +131,14 @@ def hint_for(states: dict[int, Rank], world: int) -> tuple[str, str]:
                and s.open[-1]["call"] in COLLECTIVES}
     # A collective other ranks left while this rank is still inside it (the k-th call of the
     # same collective with the same arguments): it did not wait for every rank.
-    def calls(s: Rank, e: dict[str, Any], returned: bool) -> int:
+    def count(s: Rank, e: dict[str, Any], returned: bool) -> int:
         pool = s.returned if returned else [*s.returned, *s.open]
         return sum(1 for x in pool if x["call"] == e["call"] and x.get("args") == e.get("args")
                    and (not returned or x["how"] == "return"))
 
     for r, e in waiting.items():
-        k = calls(states[r], e, False)
-        early = [o for o, s in states.items() if o != r and calls(s, e, True) >= k]
+        k = count(states[r], e, False)
+        early = [o for o, s in states.items() if o != r and count(s, e, True) >= k]
         if early:
             where = states[r].defined.get(e["call"], "")
             return (f"{call_text(e)} returned on rank(s) {early} while rank {r} still waits "
@@ -164,8 +164,8 @@ def hint_for(states: dict[int, Rank], world: int) -> tuple[str, str]:
                 "collective that some ranks skip or call more often leaves the others "
                 "waiting", states[next(iter(waiting))].defined.get(first["call"], ""))
     # setup_environment returned without a process group although several processes run.
-    no_group = [r for r, s in states.items() if (e := s.setup_environment()) is not None
-                and not e.get("process_group") and int(e.get("world_size") or 1) > 1]
+    no_group = [r for r, s in states.items() if (ret := s.setup_environment()) is not None
+                and not ret.get("process_group") and int(ret.get("world_size") or 1) > 1]
     if no_group:
         where = states[no_group[0]].defined.get("setup_environment", "")
         return (f"setup_environment returned on rank(s) {no_group} without a torch.distributed "
