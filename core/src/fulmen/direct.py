@@ -53,6 +53,11 @@ def plain_optimizer_step(strategy: Strategy) -> bool:
         type(strategy.precision).optimizer_step is Precision.optimizer_step
 
 
+def plain_step(strategy: Strategy) -> bool:
+    """Whether ``strategy.step`` is the base class's (it customises no forward)."""
+    return type(strategy).step is Strategy.step
+
+
 def plain_forward(strategy: Strategy) -> bool:
     """Whether the precision does nothing to a forward's inputs, outputs or context (its
     ``convert_input``, ``convert_output`` and ``forward_context`` are the base class's)."""

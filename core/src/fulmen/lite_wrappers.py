@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from fulmen.api.strategy import Strategy
-from fulmen.direct import plain_forward, plain_optimizer_step
+from fulmen.direct import plain_forward, plain_optimizer_step, plain_step
 
 
 class LiteModule(torch.nn.Module):
@@ -25,8 +25,11 @@ class LiteModule(torch.nn.Module):
         # Hot path: a plain attribute (no nn.Module lookup), no precision calls when the
         # precision does nothing to inputs, outputs or the forward context, and no call
         # machinery of this wrapper's own until a hook is registered on it.
-        object.__setattr__(self, "_call",
-                           forward_module if plain_forward(strategy) else None)
+        object.__setattr__(self, "_call", forward_module if plain_forward(strategy)
+                           and plain_step(strategy) else None)
+        # A strategy that customises ``step`` gets each call of its module as
+        # ``step("forward", ...)``, as the Trainer's training_step goes through step.
+        object.__setattr__(self, "_stepped", not plain_step(strategy))
 
     @property
     def module(self) -> torch.nn.Module:
@@ -85,10 +88,14 @@ class LiteModule(torch.nn.Module):
         call = self.__dict__["_call"]
         if call is not None:
             return call(*args, **kwargs)
-        precision = self._strategy.precision
+        strategy = self._strategy
+        precision = strategy.precision
         args, kwargs = precision.convert_input((args, kwargs))
-        with precision.forward_context():
-            output = self._forward_module(*args, **kwargs)
+        if self.__dict__["_stepped"] and strategy.model is self._forward_module:
+            output = strategy.step("forward", *args, **kwargs)  # enters the precision's context
+        else:
+            with precision.forward_context():
+                output = self._forward_module(*args, **kwargs)
         return precision.convert_output(output)
 
     def state_dict(self, *args: Any, **kwargs: Any) -> Any:

@@ -220,13 +220,27 @@ class Strategy(Named, ABC):
         return optimizers
 
     def step(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """Run ``module.<method>(*args)`` (``training_step``...) in the precision's context."""
+        """Run ``module.<method>(*args)`` in the precision's context: the one place a strategy
+        customises what happens around a step's forward.
+
+        The Trainer calls it with ``"training_step"``, ``"validation_step"``, ``"test_step"``
+        and ``"predict_step"``. Lite calls it with ``"forward"`` for every call of the module
+        it set up (``model(x)``), in training and in evaluation alike; ``"forward"`` runs
+        ``self.model`` (what :meth:`wrap_module` returned, DDP's wrapper) rather than a
+        method of the plain module. A strategy that changes the training forward (entering
+        :meth:`no_backward_sync` every other step, counting steps) does it for
+        ``"training_step"`` and ``"forward"`` alike, or the Trainer and Lite train differently
+        (the conformance kit compares them). Lite with several set-up modules calls this for
+        the module set up last (``self.model``); the others' calls go to their wrapper
+        directly."""
         module = self.module
         assert module is not None, "setup_module() first"
+        call = self.model if method == "forward" else getattr(module, method)
+        assert call is not None
         if type(self.precision).forward_context is _BASE_FORWARD_CONTEXT:  # nothing to enter
-            return getattr(module, method)(*args, **kwargs)
+            return call(*args, **kwargs)
         with self.precision.forward_context():
-            return getattr(module, method)(*args, **kwargs)
+            return call(*args, **kwargs)
 
     def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
         """Backward through the precision (loss scaling)."""
@@ -261,7 +275,16 @@ class Strategy(Named, ABC):
 
     @contextlib.contextmanager
     def no_backward_sync(self) -> Iterator[None]:
-        """Skip gradient synchronisation inside (gradient accumulation). Default: nothing."""
+        """Skip gradient synchronisation for the forwards and backwards inside (gradient
+        accumulation); the first backward after it synchronises what was accumulated.
+
+        It must enclose the forward as well as the backward: DDP decides in the forward whether
+        the backward that follows reduces gradients (``DistributedDataParallel.no_sync``), so a
+        context entered after the forward, around the backward only, skips nothing. The Trainer
+        enters it around the whole closure (forward and backward) of every batch that does not
+        step the optimizer; Lite users around both (``with lite.no_backward_sync(model):``).
+        Overriding it claims that synchronisation is skipped: the conformance kit counts the
+        reductions of a forward and backward inside and outside it. Default: nothing to skip."""
         yield
 
     # ------------------------------------------------------------------ data

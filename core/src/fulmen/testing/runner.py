@@ -304,8 +304,10 @@ class Runner:
             checkpoints = everyone(phase, "checkpoint") or {}
             problems += [f"rank {r} checkpoint: {e['problem']}" for r, e in checkpoints.items()
                          if e.get("problem")]
+            # rank zero's weights are what was saved (ranks may differ between
+            # synchronisations, local SGD's do), as for the Trainer's checkpoint
             problems += [f"rank {r}: lite.load gave other weights than lite.save wrote"
-                         for r, e in trained.items() if e.get("restored") is False]
+                         for r, e in trained.items() if e.get("restored") is False and r == 0]
             hint = ("use the distributed sampler (inherit process_dataloader, or build a "
                     "DistributedSampler from data_parallel_size and data_parallel_rank)"
                     if sampling else "write checkpoints from rank zero only (or collectively) "

@@ -28,6 +28,8 @@ class DDP2Strategy(OneProcessPerNode, ParallelStrategy):
     def step(self, method: str, *args: Any, **kwargs: Any) -> Any:
         module, model = self.module, self.model
         assert module is not None and model is not None
+        if method == "forward":  # Lite's call: through DDP and DataParallel, as it is
+            return super().step(method, *args, **kwargs)
         if method == "predict_step" or (method != "training_step" and self.distributed):
             local = model.module if isinstance(model, DistributedDataParallel) else model
             with self.precision.forward_context():

@@ -74,7 +74,7 @@ class DataParallelStrategy(OneProcessPerNode, LocalCollectives, Strategy):
     def step(self, method: str, *args: Any, **kwargs: Any) -> Any:
         module, model = self.module, self.model
         assert module is not None and model is not None
-        if method == "predict_step":
+        if method in ("predict_step", "forward"):  # forward: Lite's call, through the wrapper
             return super().step(method, *args, **kwargs)
         with self.precision.forward_context():
             output = model(*args, fulmen_step=method, **kwargs)
