@@ -173,11 +173,11 @@ def lite_run(lite: fulmen.Lite, folder: str) -> None:
         note(rank, phase="lite", event="trained", rank=rank, world_size=lite.world_size,
              data_rank=lite.strategy.data_parallel_rank, steps=len(out["losses"]),
              seen=out["seen"], restored=models.close(out["restored"], out["weights"]),
-             weights=out["weights"])
+             weights=out["full"])
         note(rank, event="phase", phase="lite: collectives")
         note(rank, phase="lite", event="collectives", problems=collective_problems(lite))
         note(rank, event="phase", phase="lite: no_backward_sync")
-        note(rank, phase="lite", event="sync", **sync_problems(lite))
+        note(rank, phase="lite", event="sync", **sync_problems(lite, out["mesh"]))
         note(rank, event="phase", phase="lite: done")
     except BaseException as exc:
         strategy = lite.strategy

@@ -158,5 +158,7 @@ def lite_train(lite: fulmen.Lite, folder: str, steps: int = 2) -> dict[str, Any]
     lite.save(path, {"model": model, "optimizer": optimizer, "step": steps})
     restored = lite.setup_module(parallelize_on(make_net(), mesh))
     rest = lite.load(path, {"model": restored})
-    return {"seen": seen, "losses": losses, "rest": rest,
+    # as the Trainer's side reads it (module_state_dict gathers a sharded or partitioned module)
+    full = flat(lite.strategy.module_state_dict(model.module))
+    return {"seen": seen, "losses": losses, "rest": rest, "mesh": mesh, "full": full,
             "weights": flat(model.state_dict()), "restored": flat(restored.state_dict())}

@@ -323,8 +323,11 @@ class Runner:
                         found[0]["hint"] if found else "", found[0]["where"] if found else "",
                         ranks)
         if len(trained_by) == 2:
-            differ = [r for r in range(world) if not close(trained_by["trainer"][r]["weights"],
-                                                           trained_by["lite"][r]["weights"])]
+            pairs = {r: (trained_by["trainer"][r]["weights"], trained_by["lite"][r]["weights"])
+                     for r in range(world)}
+            # a rank that holds no full state on one side (FSDP gathers to rank zero, a
+            # DeepSpeed engine keeps it) is not compared
+            differ = [r for r, (a, b) in pairs.items() if a and b and not close(a, b)]
             steps = states[0].defined.get("step", "")
             verdict("strategy.lite_matches_trainer",
                     [f"after 2 steps on the same data the Trainer and Lite weights differ on "
