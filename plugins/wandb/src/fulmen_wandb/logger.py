@@ -122,7 +122,7 @@ class WandbLogger(Logger):
         while True:  # wandb's core process writes the file after finish() returns
             runs = read_run(Path(self._save_dir))
             run = runs.get(self._id or "")
-            done = run is not None and len(run["exit_codes"]) >= self._finished
+            done = run is not None and (run["complete"] or self._experiment is not None)
             if done or time.monotonic() > deadline:
                 break
             time.sleep(0.2)

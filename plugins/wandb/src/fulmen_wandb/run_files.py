@@ -1,8 +1,9 @@
 """Read W&B run files (``run-<id>.wandb``) back: the records wandb wrote, decoded with wandb's
-own protobuf schema (``wandb.proto.wandb_internal_pb2.Record``). Recent wandb has no Python
-reader of its own (its ``datastore`` module moved into the Go core), so the framing, W&B's
-LevelDB-style log (a 7-byte file header, 32 KiB blocks of CRC-32-checked records), is read here.
-``WandbLogger.read_run`` (the conformance kit) and the tests use it."""
+own protobuf schema (``wandb.proto.wandb_internal_pb2.Record``); a file still being written
+yields the records complete so far. Recent wandb has no Python reader of its own (its
+``datastore`` module moved into the Go core), so the framing, W&B's LevelDB-style log (a 7-byte
+file header, 32 KiB blocks of CRC-32-checked records), is read here. ``WandbLogger.read_run``
+(the conformance kit) and the tests use it."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ def records(path: Path) -> Iterator[Any]:
     from wandb.proto import wandb_internal_pb2
 
     data = path.read_bytes()
+    if len(data) < HEADER:
+        return  # being created
     ident, magic, version = struct.unpack("<4sHB", data[:HEADER])
     assert (ident, magic, version) == (b":W&B", 0xBEE1, 0), (ident, magic, version)
     pos, parts = HEADER, b""
@@ -34,7 +37,8 @@ def records(path: Path) -> Iterator[Any]:
             pos += left  # zero padding up to the next block
             continue
         chunk = data[pos + HEADER:pos + HEADER + length]
-        assert zlib.crc32(chunk, zlib.crc32(bytes([kind]))) & 0xFFFFFFFF == checksum, "bad crc"
+        if len(chunk) < length or zlib.crc32(chunk, zlib.crc32(bytes([kind]))) != checksum:
+            return  # the tail is still being written
         pos += HEADER + length
         parts = chunk if kind in (FULL, FIRST) else parts + chunk
         if kind in (FULL, LAST):
@@ -43,22 +47,21 @@ def records(path: Path) -> Iterator[Any]:
             yield record
 
 
-def read_run(folder: Path) -> dict[str, Any]:
-    """Every ``run-*.wandb`` under ``folder``, grouped by run id: history rows, config,
-    artifacts and exit codes, as W&B recorded them (a continued run has several files)."""
+def read_run(folder: Path) -> dict[str, dict[str, Any]]:
+    """Every ``run-<id>.wandb`` under ``folder``, grouped by run id: history rows, config,
+    artifacts and exit codes, as W&B recorded them (a continued run has several files), and
+    ``complete``: whether every file of the run ends with its exit record (wandb's core process
+    may still be writing a file after ``finish()`` returned)."""
     runs: dict[str, dict[str, Any]] = {}
-    for path in sorted(folder.rglob("run-*.wandb")):
-        run: dict[str, Any] | None = None
+    for path in sorted(folder.rglob("run-*.wandb"), key=lambda p: p.stat().st_mtime):
+        run_id = path.stem[len("run-"):]
+        run = runs.setdefault(run_id, {"history": [], "config": {}, "artifacts": [],
+                                       "files": [], "exit_codes": [], "complete": True})
+        run["files"].append(path)
+        exited = False
         for record in records(path):
             kind = record.WhichOneof("record_type")
-            if kind == "run":
-                run = runs.setdefault(record.run.run_id, {"history": [], "config": {},
-                                                          "artifacts": [], "files": [],
-                                                          "exit_codes": []})
-                run["files"].append(path)
-            elif run is None:
-                continue
-            elif kind == "history":
+            if kind == "history":
                 run["history"].append({(item.key or "/".join(item.nested_key)):
                                        json.loads(item.value_json) for item in record.history.item})
             elif kind == "config":
@@ -69,4 +72,6 @@ def read_run(folder: Path) -> dict[str, Any]:
                 run["artifacts"].append(record.artifact)
             elif kind == "exit":
                 run["exit_codes"].append(record.exit.exit_code)
+                exited = True
+        run["complete"] = run["complete"] and exited
     return runs
