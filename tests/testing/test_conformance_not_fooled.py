@@ -206,3 +206,54 @@ def test_a_broadcast_that_returns_none(bad):
     assert f"at {line_of('BROADCAST')}" in text
     assert "broadcast({'rank': rank}, src=0) gave None" in text
     assert "broadcast returns None" in text
+
+
+FAILS_TO_IMPORT = '''
+import fulmen
+
+VERSION = 1
+raise ImportError("acme_gone needs libacme, which is not installed")  # RAISES
+'''
+
+QUIET = '''
+from fulmen import EnvironmentSpec, hookimpl
+from fulmen_environments import LocalEnvironment
+
+
+class QuietEnvironment(LocalEnvironment):
+    pass
+
+
+@hookimpl
+def fulmen_environments():
+    yield EnvironmentSpec(name="quiet", target=QuietEnvironment)
+'''
+
+
+def test_a_plugin_that_failed_to_import_and_a_disabled_one_are_checked(fake_dists,
+                                                                       monkeypatch):
+    """Listed as failed or disabled by ``fulmen plugins``, they are checked by name: the failed
+    one fails ``plugin.loads`` at its own line, the disabled one is checked with it enabled."""
+    gone, quiet = fake_dists.unique("acme_gone"), fake_dists.unique("acme_quiet")
+    fake_dists.add("acme-gone", {"acme_gone": gone}, {gone: FAILS_TO_IMPORT})
+    fake_dists.add("acme-quiet", {"acme_quiet": quiet}, {quiet: QUIET})
+    env = {**os.environ, "FULMEN_DISABLE_PLUGINS": "acme_quiet", "PYTHONPATH": os.pathsep.join(
+        [str(fake_dists.root), *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+    def check(*names: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "fulmen", "plugins", "--check", *names],
+                              capture_output=True, text=True, env=env, timeout=200)
+
+    done = check("acme_gone")
+    assert done.returncode == 1, done.stdout + done.stderr
+    path = fake_dists.root / f"{gone}.py"
+    line = next(i for i, t in enumerate(path.read_text().splitlines(), 1) if "# RAISES" in t)
+    assert (f"- plugin 'acme_gone' (plugin 'acme_gone', acme-gone) breaks plugin.loads at "
+            f"{path}:{line}: plugin 'acme_gone' failed to load: ImportError: acme_gone needs "
+            "libacme") in done.stdout, done.stdout
+    assert "neither a registered name" not in done.stdout + done.stderr
+    done = check("acme_quiet")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "plugin acme_quiet  plugin.loads             pass (disabled where the check " \
+        "started" in done.stdout, done.stdout
+    assert "environment quiet" in done.stdout and "environment.ranks" in done.stdout

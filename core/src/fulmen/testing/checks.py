@@ -107,6 +107,9 @@ def check(kind: str, name: str, rec: Recorder, folder: Path, shared_with: str | 
           ) -> dict[str, Any]:
     """Record a verdict for every clause of ``kind``; ``shared_with``: a strategy name of the
     same class and launcher whose runs stand for this one's (only loading is checked here)."""
+    if kind == "plugin":
+        check_plugin(name, rec)
+        return {}
     holder: dict[str, Any] = {}
     entry = fulmen.get_plugin_manager().catalog().find(kind, name)
     if entry is not None:  # an error while constructing is located in the plugin's package
@@ -126,6 +129,47 @@ def check(kind: str, name: str, rec: Recorder, folder: Path, shared_with: str | 
     if shared_with is not None:
         return {"shares": shared_with}
     return CHECKS[kind](name, holder["instance"], rec, folder)
+
+
+# ------------------------------------------------------------------ a plugin without names
+
+
+def check_plugin(name: str, rec: Recorder) -> None:
+    """A plugin that registers no names here: it failed to load (its import is retried, and
+    located in its own code), or it is disabled (checked when the runner enabled it)."""
+    from fulmen.kernel.plugin_info import ACTIVE, FAILED
+
+    info = fulmen.get_plugin_manager().plugins[name]
+    module = info.value.split(":")[0]
+    root = package_root(module)
+    rec.roots = (root,) if root else ()
+
+    def loads() -> str:
+        if info.status == ACTIVE:
+            return ("disabled where the check started; loaded here with it enabled, its "
+                    "names are checked below")
+        if info.status != FAILED:
+            raise Skip(f"{info.reason}; not checked: name it (fulmen plugins --check {name}) "
+                       "to check it with it enabled")
+        try:
+            loaded = importlib.import_module(module)
+            for part in info.value.partition(":")[2].split("."):
+                if part:
+                    loaded = getattr(loaded, part)
+        except (Exception, SystemExit) as exc:
+            where = locate(exc, rec.roots)
+            hint = (f"importing {info.value!r} fails in the plugin's own code at {where}"
+                    if where and rec.roots and where.startswith(rec.roots[0]) else
+                    f"importing {info.value!r} fails before any of the plugin's code runs: a "
+                    "dependency is missing or the entry point names a module or attribute "
+                    "that does not exist")
+            raise Broken(f"plugin {name!r} failed to load: {describe(exc, rec.roots)}", hint,
+                         where) from exc
+        raise Broken(f"plugin {name!r} failed to load: {info.reason}",
+                     "the module imports; what failed is registering it (its hooks, or the "
+                     "records they yield): see the reason", defined_at(loaded))
+
+    rec.clause("plugin.loads", loads)
 
 
 # ------------------------------------------------------------------ accelerator

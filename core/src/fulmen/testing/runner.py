@@ -42,6 +42,7 @@ class Target:
     plugin: str
     distribution: str
     group: str  # the record's target: names that share it differ only in constructor arguments
+    state: str = ""  # for kind "plugin": "failed" or "disabled" (a plugin with no names here)
 
 
 @dataclass(frozen=True)
@@ -76,17 +77,29 @@ class Report:
                 "results": [r.as_dict() for r in self.results]}
 
 
+ORDER = ("plugin", *KINDS)  # a plugin that did not load is listed first
+
+
 def select_targets(names: Sequence[str] | None = None) -> list[Target]:
     """``names``: registered names or aliases (``ddp``), or plugin (entry-point) names meaning
-    every name that plugin registers; none: every active plugin's names."""
+    every name that plugin registers; none: every active plugin's names, and every plugin that
+    failed or is disabled (as a ``"plugin"`` target: it has no names here). A failed plugin
+    named is checked (its import is retried and located); a disabled one named is checked with
+    it enabled for the check."""
     from fulmen.kernel.manager import get_plugin_manager
+    from fulmen.kernel.plugin_info import ACTIVE
 
-    catalog = get_plugin_manager().catalog()
+    manager = get_plugin_manager()
+    catalog = manager.catalog()
     every = [Target(kind, e.name, e.plugin.name, e.plugin.distribution or "(runtime)",
                     e.record.target_path)
              for kind in KINDS for e in catalog.entries(kind)]
+    inactive = {name: Target("plugin", name, name, info.distribution or "(runtime)",
+                             info.value, info.status)
+                for name, info in manager.plugins.items() if info.status != ACTIVE}
     if not names:
-        return every
+        return sorted([*every, *inactive.values()],
+                      key=lambda t: (ORDER.index(t.kind), t.name))
     chosen: list[Target] = []
     for given in names:
         key = str(given).strip().lower()
@@ -95,15 +108,17 @@ def select_targets(names: Sequence[str] | None = None) -> list[Target]:
             entry = catalog.find(kind, key)
             if entry is not None:
                 hits += [t for t in every if (t.kind, t.name) == (kind, entry.name)]
+        hits += [t for name, t in inactive.items() if name.lower() == key]
         if not hits:
-            plugins, known = sorted({t.plugin for t in every}), sorted({t.name for t in every})
+            plugins = sorted({t.plugin for t in every} | set(inactive))
+            known = sorted({t.name for t in every})
             raise ConfigurationError(
                 f"{given!r} is neither a registered name nor an installed plugin. Plugins: "
                 f"{format_choices(plugins)}; names: {format_choices(known)}.")
         for t in hits:
             if t not in chosen:
                 chosen.append(t)
-    return sorted(chosen, key=lambda t: (KINDS.index(t.kind), t.name))
+    return sorted(chosen, key=lambda t: (ORDER.index(t.kind), t.name))
 
 
 class Runner:
@@ -117,9 +132,11 @@ class Runner:
         self.plans: dict[tuple[str, str], dict[str, Any]] = {}
         self.lock = threading.Lock()
         self.layouts: dict[str, dict[str, Any]] = {}  # strategy name -> how devices=2 runs
+        self.enabled: set[str] = set()  # disabled plugins this run checks with them enabled
 
     def run(self, targets: Sequence[Target]) -> Report:
         start = time.monotonic()
+        targets = self.enable(targets)
         strategies = [t for t in targets if t.kind == "strategy"]
         with tempfile.TemporaryDirectory(prefix="fulmen-check-") as tmp:
             root = Path(tmp)
@@ -143,6 +160,27 @@ class Runner:
                                              t.plugin, t.distribution, v.hint, v.where,
                                              v.ranks))
         return report
+
+    def enable(self, targets: Sequence[Target]) -> list[Target]:
+        """A disabled plugin among ``targets`` is checked with it enabled: its names, found by
+        a worker that loads it, join the targets (every worker of this run loads it)."""
+        disabled = [t for t in targets if t.kind == "plugin" and t.state == "disabled"]
+        if not disabled:
+            return list(targets)
+        self.enabled |= {t.name for t in disabled}
+        with tempfile.TemporaryDirectory(prefix="fulmen-check-") as tmp:
+            folder = Path(tmp)
+            failure = run_job({"mode": "list", "plugins": sorted(self.enabled),
+                               "folder": str(folder)}, folder, self.timeout, enabled=self.enabled)
+            found = [Target(line["kind"], line["name"], line["plugin"], line["distribution"],
+                            line["group"]) for line in read(folder / "results.jsonl")
+                     if line.get("event") == "target"]
+        if failure:
+            for t in disabled:
+                self.note(t, "plugin.loads", FAIL, f"enabled for the check, it did not load: "
+                          f"{failure}", crash_hint(failure, "plugin.loads"))
+        extra = [t for t in found if t not in targets]
+        return sorted([*targets, *extra], key=lambda t: (ORDER.index(t.kind), t.name))
 
     def note(self, t: Target, clause: str, status: str, detail: str, hint: str = "",
              where: str = "", ranks: Sequence[int] = ()) -> None:
@@ -194,7 +232,7 @@ class Runner:
                     start, on_layouts = on_layouts, None
                     start()
 
-            failure = run_job(job, work, timeout, poll)
+            failure = run_job(job, work, timeout, poll, self.enabled)
             poll()
             lines = read(work / "results.jsonl")
             by_key = {(t.kind, t.name): t for t in remaining}
@@ -271,7 +309,7 @@ class Runner:
         world = int(plan["processes"])
         job = {"mode": "processes", "name": t.name, "accelerator": plan["accelerator"],
                "folder": str(folder)}
-        failure = run_job(job, folder, self.timeout)
+        failure = run_job(job, folder, self.timeout, enabled=self.enabled)
         states = read_ranks(folder, world)
         judged: set[str] = set()
 
@@ -409,13 +447,14 @@ def sampling_problems(trained: dict[int, dict[str, Any]]) -> list[str]:
 
 
 def run_job(job: dict[str, Any], folder: Path, timeout: float,
-            poll: Callable[[], None] | None = None) -> str | None:
+            poll: Callable[[], None] | None = None,
+            enabled: set[str] | frozenset[str] = frozenset()) -> str | None:
     """Run a worker on ``job`` (calling ``poll()`` twice a second meanwhile); None when it
     exits with 0, else what went wrong."""
     path = folder / "job.json"
     path.write_text(json.dumps(job))
     log = folder / "output.log"
-    env = worker_environment()
+    env = worker_environment(enabled)
     with open(log, "wb") as out:
         process = subprocess.Popen([sys.executable, "-m", "fulmen.testing.worker", str(path)],
                                    stdout=out, stderr=subprocess.STDOUT, env=env, cwd=folder,
@@ -456,10 +495,18 @@ def tail(log: Path, lines: int = 6) -> str:
     return " | ".join(useful) if useful else "(no output)"
 
 
-def worker_environment() -> dict[str, str]:
+def worker_environment(enabled: set[str] | frozenset[str] = frozenset()) -> dict[str, str]:
     """This environment without rank variables, one thread per process, and this process's
-    import path (plugins found on ``sys.path`` only are found by the workers too)."""
+    import path (plugins found on ``sys.path`` only are found by the workers too); the
+    plugins in ``enabled`` are taken off ``FULMEN_DISABLE_PLUGINS`` (and named in
+    ``FULMEN_PLUGINS``, for ``FULMEN_PLUGIN_AUTOLOAD=0``)."""
     env = {k: v for k, v in os.environ.items() if k not in RANK_VARIABLES}
+    if enabled:
+        off = [n.strip() for n in env.get("FULMEN_DISABLE_PLUGINS", "").split(",")
+               if n.strip() and n.strip() not in enabled]
+        env["FULMEN_DISABLE_PLUGINS"] = ",".join(off)
+        named = [n.strip() for n in env.get("FULMEN_PLUGINS", "").split(",") if n.strip()]
+        env["FULMEN_PLUGINS"] = ",".join([*named, *sorted(set(enabled) - set(named))])
     env.setdefault("OMP_NUM_THREADS", "1")
     prefixes = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
     extra = [p for p in sys.path if p and os.path.isdir(p) and not p.startswith(prefixes)]

@@ -33,7 +33,8 @@ def render(report: Report, width: int = 60) -> str:
     """The table (one row per name and clause), then every failure with its fix."""
     rows = [("plugin", "distribution", "name", "clause", "result")]
     for r in report.results:
-        note = "" if r.status != SKIP or not r.detail else f" ({shorten(r.detail, width)})"
+        shown = r.status == SKIP or (r.kind == "plugin" and r.status != FAIL)
+        note = f" ({shorten(r.detail, width)})" if shown and r.detail else ""
         rows.append((r.plugin, r.distribution, f"{r.kind} {r.name}", r.clause,
                      MARK[r.status] + note))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]

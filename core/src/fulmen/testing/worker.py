@@ -20,6 +20,20 @@ def main(argv: list[str]) -> int:
     import torch
 
     torch.set_num_threads(1)
+    if job["mode"] == "list":  # the names of plugins this worker's environment enables
+        from fulmen.kernel.manager import get_plugin_manager
+        from fulmen.testing.record import Recorder
+        from fulmen.testing.runner import KINDS
+
+        catalog = get_plugin_manager().catalog()
+        for kind in KINDS:
+            for e in catalog.entries(kind):
+                if e.plugin.name in job["plugins"]:
+                    Recorder(folder / "results.jsonl", kind, e.name).write(
+                        event="target", plugin=e.plugin.name,
+                        distribution=e.plugin.distribution or "(runtime)",
+                        group=e.record.target_path)
+        return 0
     if job["mode"] == "processes":
         from fulmen.testing import distributed
 
