@@ -146,6 +146,11 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
         return torch.device("cpu")
 
     @property
+    def on_gpu(self) -> bool:
+        """Whether the module is on a CUDA device (Lightning's ``on_gpu``)."""
+        return self.device.type == "cuda"
+
+    @property
     def dtype(self) -> torch.dtype:
         for tensor in self.parameters():
             return tensor.dtype

@@ -235,6 +235,8 @@ def test_early_stopping_no_val_step(tmp_path):
         (None, None, [8, 4, 2, 3, 4, 5, 8, 10], 5),
         (2.9, None, [9, 8, 7, 6, 5, 6, 4, 3, 2, 1], 8),
         (None, 15.9, [9, 4, 2, 16, 32, 64], 3),
+        (float("inf"), None, [9, 8, 7], 0),  # fulmen addition: Lightning takes inf (stop at once)
+        (None, float("-inf"), [9, 8, 7], 0),  # and -inf as divergence (any value diverges)
     ],
 )
 def test_early_stopping_thresholds(tmp_path, stopping_threshold, divergence_threshold, losses, expected_epoch):

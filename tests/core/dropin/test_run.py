@@ -28,7 +28,7 @@ assert L.LightningModule is pl.LightningModule is fulmen.Module
 assert Fabric is fulmen.Lite and FromFile is ModelCheckpoint
 
 class Model(BoringModel):
-    def training_step(self, batch, batch_idx):
+    def training_step(self, batch):  # no batch_idx, as Lightning allows
         return {"loss": self.step(batch)}
 
 if __name__ == "__main__":

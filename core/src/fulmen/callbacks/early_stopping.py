@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from enum import Enum
 from typing import Any
 
@@ -60,6 +61,8 @@ class EarlyStopping(Callback):
         arguments.check_number("EarlyStopping", "min_delta", min_delta, optional=False)
         for flag, value in (("stopping_threshold", stopping_threshold),
                             ("divergence_threshold", divergence_threshold)):
+            if isinstance(value, float) and math.isinf(value):
+                continue  # Lightning takes ±inf (stopping_threshold=inf: stop at the first check)
             arguments.check_number("EarlyStopping", flag, value)
         arguments.check_bool("EarlyStopping", {
             "verbose": verbose, "strict": strict, "check_finite": check_finite,

@@ -17,11 +17,16 @@ class CSVLogger(VersionedLogger):
     """Writes ``<save_dir>/<name>/version_<N>/metrics.csv`` (one row per step, a column per
     metric; the header grows when new metrics appear) and ``hparams.yaml``. No dependencies.
     ``save_dir`` may be an fsspec URL: there ``metrics.csv`` is rewritten whole at each flush
-    (object stores cannot append)."""
+    (object stores cannot append). ``prefix`` starts every metric name (``"<prefix>-<name>"``),
+    as in Lightning."""
+
+    LOGGER_JOIN_CHAR = "-"
 
     def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str = "fulmen_logs",
-                 version: int | str | None = None, flush_logs_every_n_steps: int = 100) -> None:
+                 version: int | str | None = None, prefix: str = "",
+                 flush_logs_every_n_steps: int = 100) -> None:
         self._dir = VersionedDir(save_dir, name, version)
+        self._prefix = prefix
         self.flush_every = flush_logs_every_n_steps
         self._rows: list[dict[str, Any]] = []
         self._columns: list[str] = []
@@ -32,6 +37,8 @@ class CSVLogger(VersionedLogger):
         return storage.join(self.log_dir, "metrics.csv")
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        if self._prefix:
+            metrics = {f"{self._prefix}{self.LOGGER_JOIN_CHAR}{k}": v for k, v in metrics.items()}
         row = {"step": step, **metrics}
         if self._rows and self._rows[-1]["step"] == step:
             self._rows[-1].update(row)  # same step: one row

@@ -42,6 +42,8 @@ class NonFiniteWatch:
 
     def record(self, loss: torch.Tensor, epoch: int, step: int, batch_idx: int) -> None:
         """Note the loss of one batch (``step``: the global step it trains)."""
+        if type(loss) is not torch.Tensor:
+            loss = _local(loss)
         if self.stop:
             self._agree(loss.detach(), epoch, step, batch_idx)
         elif self.warned:
@@ -103,6 +105,18 @@ def loss_of_output(output: Any) -> torch.Tensor | None:
     if isinstance(loss, torch.Tensor) and loss.numel() == 1:
         return loss
     return None
+
+
+def _local(loss: torch.Tensor) -> torch.Tensor:
+    """This process's part of a DTensor loss (a tensor-parallel loss): checked without a
+    collective (a shard or partial sum that is finite everywhere sums to a finite loss, and a
+    non-finite one is reported by the rank that holds it). Other tensors as they are."""
+    if torch.distributed.is_available():
+        from torch.distributed.tensor import DTensor
+
+        if isinstance(loss, DTensor):
+            return loss.to_local()
+    return loss
 
 
 def _value(loss: torch.Tensor) -> float:

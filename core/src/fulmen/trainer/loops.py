@@ -1,8 +1,10 @@
 """The fit, evaluation and predict loops, written only against the Strategy base class.
 
 Hot-path rules: no hook call for hooks nobody overrides, no ``.item()`` or device sync the user
-did not ask for, no dict rebuilt per step. Validation inside fit runs with the random state
-saved and restored, so how often you validate never changes how training draws random numbers.
+did not ask for, no dict rebuilt per step. As in Lightning, only the sanity check runs with the
+random state saved and restored; validation inside fit draws from the same generators as training
+(a validation DataLoader's ``iter()`` takes a seed from torch's), so same-seed runs give
+Lightning's numbers.
 """
 
 from __future__ import annotations
@@ -310,6 +312,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
     training_step = compiling.time_first_call(
         direct or functools.partial(profiled_step(hooks.profiler, strategy.step), "training_step"),
         trainer.compile_options is not None, "training_step")
+    training_step = _batch_idx_as_taken(training_step, module.training_step, named=False)
     has_start, has_end = hooks.has("on_train_batch_start"), hooks.has("on_train_batch_end")
     backward_hooks = any(hooks.has(h) for h in ("on_before_backward", "on_after_backward",
                                                "on_before_zero_grad")) or \
@@ -451,8 +454,7 @@ def _train_epoch(trainer: Trainer, loader: Any, n_batches: int | float, val: Any
             if val_every is not None and _should_validate(trainer, batch_idx, total, n_batches,
                                                           val_every):
                 module.on_validation_model_zero_grad()
-                with preserved_rng():
-                    evaluate(trainer, "validate", val[0], val[1], during_fit=True)
+                evaluate(trainer, "validate", val[0], val[1], during_fit=True)
                 trainer.metrics.current = results
             if stepped and step_plateau:
                 _step_schedulers(trainer, "step", plateau=True)
@@ -661,8 +663,9 @@ def _eval_loaders(trainer: Trainer, kind: str, explicit: Any,
     module = trainer.module
     limit = getattr(trainer, f"limit_{kind}_batches")
     method = "validation_step" if kind == "val" else f"{kind}_step"
-    if limit == 0 or (during_fit and type(module).__dict__.get(method) is None and getattr(
-            type(module), method) is getattr(Module, method)):
+    if limit == 0 or (during_fit and (getattr(module, method) is None or (  # Lightning's idiom
+            type(module).__dict__.get(method) is None and getattr(
+                type(module), method) is getattr(Module, method)))):
         return [], []
     loaders = data.resolve(explicit, trainer.datamodule, module, kind)
     loaders = [trainer.strategy.process_dataloader(d, kind, trainer.use_distributed_sampler)
@@ -711,6 +714,9 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
     step = profiled_step(hooks.profiler, strategy.step)
     prefix = "validation" if stage == "validate" else "test"
     method = f"{prefix}_step"
+    if getattr(module, method) is None:
+        raise ConfigurationError(f"No `{method}()` method defined to run `Trainer.{stage}` "
+                                 f"({type(module).__name__}.{method} is None)")
     if getattr(type(module), method) is getattr(Module, method):
         getattr(module, method)()  # raises the clear 'has no ..._step' error
     results = trainer.metrics.new_results("validate" if prefix == "validation" else "test")
@@ -728,6 +734,7 @@ def evaluate(trainer: Trainer, stage: str, loaders: list[Any], counts: list[int 
         loaders, counts = reload()
         run.trials_seen = run.trials
     pass_idx = len(loaders) > 1 and _takes_dataloader_idx(getattr(module, method))
+    step = _batch_idx_as_taken(step, getattr(module, method), named=True)
     hooks(f"on_{prefix}_epoch_start")
     # Lightning's step axis for evaluation values logged per batch: the batches each
     # dataloader ran in this fit (over every validation of it) or this validate/test call.
@@ -782,6 +789,25 @@ def _no_grad(trainer: Trainer) -> Any:
     if trainer.inference_mode and trainer.state != "fit" and not gloo:
         return torch.inference_mode()
     return torch.no_grad()
+
+
+def takes_batch_idx(step: Any) -> bool:
+    """Whether a ``*_step`` takes ``batch_idx``: Lightning passes it only then (a parameter
+    named so, a second positional parameter, or ``*args``)."""
+    params = inspect.signature(step).parameters.values()
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return any(p.name == "batch_idx" or p.kind is p.VAR_POSITIONAL for p in params) or \
+        len(positional) >= 2
+
+
+def _batch_idx_as_taken(call: Callable[..., Any], step: Any, named: bool) -> Callable[..., Any]:
+    """``call`` (``call(batch, batch_idx, ...)``, or with the method name first when ``named``)
+    without ``batch_idx`` for a ``step`` that does not take it."""
+    if takes_batch_idx(step):
+        return call
+    if named:
+        return lambda method, batch, batch_idx, *extra: call(method, batch, *extra)
+    return lambda batch, batch_idx, *extra: call(batch, *extra)
 
 
 def _takes_dataloader_idx(step: Any) -> bool:
@@ -844,7 +870,10 @@ def predict(trainer: Trainer, explicit: Any, return_predictions: bool = True) ->
     if run.data_changed:  # a trial in on_predict_start (a batch-size search) changed it
         loaders, counts = resolve()
         run.trials_seen = run.trials
+    if module.predict_step is None:
+        raise ConfigurationError("`predict_step` cannot be None to run `Trainer.predict`")
     pass_idx = len(loaders) > 1 and _takes_dataloader_idx(module.predict_step)
+    step = _batch_idx_as_taken(step, module.predict_step, named=True)
     hooks("on_predict_epoch_start")
     with _no_grad(trainer):
         for dl_idx, (loader, count) in enumerate(zip(loaders, counts)):

@@ -6,7 +6,7 @@ import contextlib
 import copy
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from fulmen.trainer.optim import LRSchedulerConfig
 from fulmen.trainer.optimization import Optimization
 from fulmen.trainer.preemption import Preempted, Preemption
 from fulmen.trainer.progress import RunState
-from fulmen.utilities.rank_zero import current_rank, set_rank
+from fulmen.utilities.rank_zero import current_rank, rank_zero_warn, set_rank
 
 
 class Trainer(SelectionReport):
@@ -547,6 +547,24 @@ class Trainer(SelectionReport):
             set_rng_states(rng)
             self.module.train(training)
             run.trials += 1
+
+    @contextlib.contextmanager
+    def init_module(self, empty_init: bool | None = None) -> Iterator[None]:
+        """Create the module's tensors on the strategy's device and in the precision's dtype
+        right away (Lightning's ``trainer.init_module``); ``empty_init=True`` skips initialising
+        weights a checkpoint will overwrite. Under a strategy that shards parameters, build the
+        model in ``Module.configure_model`` instead (warned, as in Lightning)."""
+        from fulmen.lite_wrappers import EmptyInit
+
+        if self.strategy.shards_parameters:
+            rank_zero_warn(f"`trainer.init_module` cannot fully support proper instantiation of "
+                           f"your model with the `{self.strategy.name}` strategy. Please "
+                           "instantiate your model inside the `Module.configure_model` hook "
+                           "instead")
+        skip = EmptyInit() if empty_init else contextlib.nullcontext()
+        with skip, torch.device(self.strategy.root_device), \
+                self.strategy.precision.module_init_context():
+            yield
 
     def print(self, *args: Any, **kwargs: Any) -> None:
         if self.is_global_zero:
