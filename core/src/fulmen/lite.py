@@ -37,6 +37,11 @@ def _original_run(lite: Lite, *args: Any, **kwargs: Any) -> Any:
     return type(lite).run.__wrapped__(lite, *args, **kwargs)  # type: ignore[attr-defined]
 
 
+def _global_rank(lite: Lite) -> int:
+    """The logger set's rank (a module-level function: spawned workers unpickle the Lite)."""
+    return lite.global_rank
+
+
 def _do_nothing(lite: Lite) -> None:
     """What ``launch()`` without a function runs in each process."""
 
@@ -117,7 +122,7 @@ class Lite(SelectionReport):
         #: the loggers, called under the logger contract's rules (rank zero, failures isolated)
         self.logger_set = LoggerSet(
             resolve_loggers(loggers, os.getcwd(), "loggers"),
-            rank=lambda: self.global_rank, buffered=False)
+            rank=functools.partial(_global_rank, self), buffered=False)
         self._log_step = 0  # the step of a metric logged without one
         self._launched = False
         self._backward: Callable[..., None] | None = None  # strategy.backward, or what it calls
