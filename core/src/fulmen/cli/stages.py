@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import torch
 import yaml
 from jsonargparse import ActionConfigFile, ArgumentParser, Namespace
 
@@ -56,18 +57,38 @@ SELECTION_FLAGS = {"accelerator": "accelerator", "strategy": "strategy",
 class SaveConfigCallback(Callback):
     """Write the resolved config as ``config.yaml`` into the run's log directory (rank 0).
 
-    As LightningCLI's: a ``config.yaml`` left by another run is not overwritten unless
-    ``overwrite=True``. The config file the run was started from is never written over.
+    Lightning's signature: ``SaveConfigCallback(parser, config, config_filename="config.yaml",
+    overwrite=False, multifile=False, save_to_log_dir=True)``; subclass it and override
+    :meth:`save_config` to send the config elsewhere (a tracker), as with LightningCLI. A
+    ``config.yaml`` left by another run is not overwritten unless ``overwrite=True``; the config
+    file the run was started from (``sources``) is never written over. ``multifile`` is taken
+    and writes one file, as jsonargparse dumps the whole config.
     """
 
-    def __init__(self, text: str, sources: list[Path], overwrite: bool = False) -> None:
-        self.text, self.sources, self.overwrite = text, sources, overwrite
+    def __init__(self, parser: ArgumentParser, config: Namespace,
+                 config_filename: str = "config.yaml", overwrite: bool = False,
+                 multifile: bool = False, save_to_log_dir: bool = True) -> None:
+        self.parser, self.config = parser, config
+        self.config_filename, self.overwrite = config_filename, overwrite
+        self.multifile, self.save_to_log_dir = multifile, save_to_log_dir
+        self.text = parser.dump(config, skip_unset=False)
+        self.sources: list[Path] = []  # the config files of this run (set by the CLI)
         self.saved_to: Path | None = None
+        self.already_saved = False
 
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
-        if self.saved_to is not None or not trainer.is_global_zero:
+        if self.already_saved:
             return
-        path = Path(trainer.log_dir) / "config.yaml"
+        if self.save_to_log_dir and trainer.is_global_zero:
+            self._save_to_log_dir(trainer)
+        self.already_saved = True
+        self.save_config(trainer, module, stage)
+
+    def save_config(self, trainer: Any, module: Any, stage: str) -> None:
+        """Override to save the config elsewhere too (called once, on every rank)."""
+
+    def _save_to_log_dir(self, trainer: Any) -> None:
+        path = Path(trainer.log_dir) / self.config_filename
         if any(path.resolve() == s for s in self.sources):
             log.warning("not saving the resolved config to %s: that is the config file this run "
                         "was started from", path)
@@ -76,7 +97,8 @@ class SaveConfigCallback(Callback):
             raise ConfigurationError(
                 f"{path} exists (from an earlier run) and would be overwritten by this run's "
                 "config; use another --trainer.default_root_dir or logger version, delete the "
-                "file, or pass --save_config overwrite (--save_config false saves nothing)")
+                "file, or pass --save_config overwrite (--save_config false saves nothing; "
+                "FulmenCLI(save_config_kwargs={'overwrite': True}) as in LightningCLI)")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(self.text)
         self.saved_to = path
@@ -91,28 +113,45 @@ class FulmenCLI:
             subclass, chosen with ``--model=pkg.Class`` (or ``class_path:`` in the config).
         datamodule_class: the same for ``--data``; None: any ``fulmen.DataModule`` subclass
             (optional).
+        save_config_callback: the callback that saves the resolved config (None: none), made
+            as ``save_config_callback(parser, config, **save_config_kwargs)``.
+        save_config_kwargs: its keyword arguments (``{"overwrite": True}``, ``config_filename``,
+            ``save_to_log_dir``).
         trainer_class: the Trainer class to build.
-        trainer_defaults: defaults for Trainer flags (the config and flags still win).
+        trainer_defaults: defaults for Trainer flags (the config and flags still win);
+            ``callbacks`` may hold instances, added to the configured ones (LightningCLI).
         seed_everything_default: the default of ``--seed_everything`` (True: a random seed).
         parser_kwargs: extra keyword arguments for every ``jsonargparse.ArgumentParser``.
         subclass_mode_model: accept subclasses of ``model_class`` (``--model=pkg.Class``).
         subclass_mode_data: accept subclasses of ``datamodule_class``.
+        parser_class: the ``jsonargparse.ArgumentParser`` (sub)class of every parser.
         args: the command line (default ``sys.argv[1:]``).
         run: True: subcommands ``fit``/``validate``/``test``/``predict``, and the chosen one runs;
             False: no subcommand, the objects are only built (``cli.trainer``, ``cli.model``).
+        auto_configure_optimizers: add ``--optimizer`` and ``--lr_scheduler`` (any
+            ``torch.optim`` class); when the config sets ``optimizer``, the model's
+            ``configure_optimizers`` returns it (and the scheduler), as in LightningCLI.
     """
 
     prog = "fulmen"
 
     def __init__(self, model_class: type[Module] | None = None,
                  datamodule_class: type[DataModule] | None = None,
+                 save_config_callback: type[SaveConfigCallback] | None = SaveConfigCallback,
+                 save_config_kwargs: dict[str, Any] | None = None,
                  trainer_class: type[Trainer] = Trainer,
                  trainer_defaults: dict[str, Any] | None = None,
                  seed_everything_default: bool | int = True,
                  parser_kwargs: dict[str, Any] | None = None,
+                 parser_class: type[ArgumentParser] = ArgumentParser,
                  subclass_mode_model: bool = False, subclass_mode_data: bool = False,
-                 args: list[str] | None = None, run: bool = True) -> None:
+                 args: list[str] | None = None, run: bool = True,
+                 auto_configure_optimizers: bool = True) -> None:
         self.model_class, self.datamodule_class = model_class, datamodule_class
+        self.save_config_callback = save_config_callback
+        self.save_config_kwargs = dict(save_config_kwargs or {})
+        self.parser_class = parser_class
+        self.auto_configure_optimizers = auto_configure_optimizers
         self.subclass_mode_model = model_class is None or subclass_mode_model
         self.subclass_mode_data = datamodule_class is None or subclass_mode_data
         self.trainer_class, self.trainer_defaults = trainer_class, trainer_defaults or {}
@@ -126,8 +165,8 @@ class FulmenCLI:
 
     def init_parser(self, **kwargs: Any) -> ArgumentParser:
         """A parser with this CLI's defaults (``exit_on_error=False``: errors come back here)."""
-        return ArgumentParser(**{"exit_on_error": False, "allow_abbrev": False,
-                                 **self.parser_kwargs, **kwargs})
+        return self.parser_class(**{"exit_on_error": False, "allow_abbrev": False,
+                                    **self.parser_kwargs, **kwargs})
 
     def add_core_arguments_to_parser(self, parser: ArgumentParser) -> None:
         """``--config``, ``--seed_everything``, the Trainer's flags, ``--model``, ``--data``."""
@@ -146,8 +185,22 @@ class FulmenCLI:
                 if flag == "precision" else str
             parser.add_argument(f"--trainer.{flag}", type=kind_type, default=default,
                                 help=f"{_flag_help(flag)} Registered now: {names.get(kind)}")
-        if self.trainer_defaults:
-            parser.set_defaults({f"trainer.{k}": v for k, v in self.trainer_defaults.items()})
+        defaults = {f"trainer.{k}": v for k, v in self.trainer_defaults.items()
+                    if k != "callbacks"}  # instances: added when the Trainer is made
+        if defaults:
+            parser.set_defaults(defaults)
+        if self.auto_configure_optimizers:
+            from torch.optim import Optimizer
+            from torch.optim.lr_scheduler import LRScheduler, ReduceLROnPlateau
+
+            parser.add_subclass_arguments(Optimizer, "optimizer", required=False,
+                                          instantiate=False, skip={"params"}, fail_untyped=False,
+                                          help="an optimizer for the model's parameters "
+                                          "(replaces its configure_optimizers)")
+            parser.add_subclass_arguments((LRScheduler, ReduceLROnPlateau), "lr_scheduler",
+                                          required=False, instantiate=False,
+                                          skip={"optimizer"}, fail_untyped=False,
+                                          help="a learning-rate scheduler for --optimizer")
         self._add_component(parser, "model", self.model_class, Module,
                             self.subclass_mode_model, required=True)
         self._add_component(parser, "data", self.datamodule_class, DataModule,
@@ -285,14 +338,65 @@ class FulmenCLI:
             self.trainer = self.instantiate_trainer()
         except ConfigurationError as exc:
             self.fail(2, f"{self.prog} {stage}: error: {exc}")
-        if config.save_config != "false":
-            self.trainer.callbacks.append(SaveConfigCallback(
-                parser.dump(config, skip_unset=False), self.sources,
-                overwrite=config.save_config == "overwrite"))
+        if config.save_config != "false" and self.save_config_callback is not None and \
+                not self.trainer.fast_dev_run:
+            kwargs = dict(self.save_config_kwargs)
+            if config.save_config == "overwrite":
+                kwargs["overwrite"] = True
+            callback = self.save_config_callback(parser, config, **kwargs)
+            callback.sources = self.sources
+            self.trainer.callbacks.append(callback)
+        self._add_configure_optimizers_method_to_model()
 
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
         flags = {k: v for k, v in vars(self.config_init.trainer).items()}
-        return self.trainer_class(**{**flags, **kwargs})
+        flags = {**flags, **kwargs}
+        extra = self.trainer_defaults.get("callbacks")
+        if extra is not None:  # LightningCLI: default callbacks (instances) come on top
+            given = flags.get("callbacks")
+            flags["callbacks"] = ([] if given is None else list(given) if isinstance(
+                given, list | tuple) else [given]) + (list(extra) if isinstance(
+                    extra, list | tuple) else [extra])
+        return self.trainer_class(**flags)
+
+    @staticmethod
+    def configure_optimizers(module: Module, optimizer: Any, lr_scheduler: Any = None) -> Any:
+        """What the model's ``configure_optimizers`` returns under ``--optimizer``
+        (LightningCLI's): the optimizer, with the scheduler when one is configured."""
+        if lr_scheduler is None:
+            return optimizer
+        from torch.optim.lr_scheduler import ReduceLROnPlateau
+
+        if isinstance(lr_scheduler, ReduceLROnPlateau):
+            monitor = vars(lr_scheduler).get("monitor")
+            if monitor is None:
+                raise ConfigurationError(
+                    "--lr_scheduler ReduceLROnPlateau needs the metric it follows: use "
+                    "fulmen.cli.stages.ReduceLROnPlateau (Lightning's, with monitor=...)")
+            return {"optimizer": optimizer, "lr_scheduler": {"scheduler": lr_scheduler,
+                                                             "monitor": monitor}}
+        return [optimizer], [lr_scheduler]
+
+    def _add_configure_optimizers_method_to_model(self) -> None:
+        """With ``--optimizer`` set: the model's ``configure_optimizers`` returns it (and
+        ``--lr_scheduler``), built on its parameters, as LightningCLI does."""
+        config = self.config_init
+        optimizer_init = config.get("optimizer") if self.auto_configure_optimizers else None
+        if not optimizer_init:
+            return
+        import functools
+        import types
+
+        if type(self.model).configure_optimizers is not Module.configure_optimizers:
+            log.warning("`%s.configure_optimizers` will be overridden by `%s."
+                        "configure_optimizers`", type(self.model).__name__, type(self).__name__)
+        optimizer = _instantiate(optimizer_init, self.model.parameters())
+        scheduler_init = config.get("lr_scheduler")
+        scheduler = _instantiate(scheduler_init, optimizer) if scheduler_init else None
+        function = functools.partial(self.configure_optimizers, optimizer=optimizer,
+                                     lr_scheduler=scheduler)
+        self.model.configure_optimizers = types.MethodType(  # type: ignore[method-assign]
+            lambda module: function(module), self.model)
 
     def run_stage(self, stage: str) -> None:
         config = self.config_stage
@@ -306,6 +410,25 @@ class FulmenCLI:
         after: Callable[[], None] | None = getattr(self, f"after_{stage}", None)
         if after is not None:
             after()
+
+
+class ReduceLROnPlateau(torch.optim.lr_scheduler.ReduceLROnPlateau):
+    """torch's ``ReduceLROnPlateau`` with the metric it follows (LightningCLI's, for
+    ``--lr_scheduler``)."""
+
+    def __init__(self, optimizer: torch.optim.Optimizer, monitor: str, *args: Any,
+                 **kwargs: Any) -> None:
+        super().__init__(optimizer, *args, **kwargs)
+        self.monitor = monitor
+
+
+def _instantiate(init: Any, *args: Any) -> Any:
+    """``class_path``/``init_args`` (a Namespace or dict) built with ``args`` first."""
+    import importlib
+
+    init = init.as_dict() if isinstance(init, Namespace) else dict(init)
+    module, _, name = init["class_path"].rpartition(".")
+    return getattr(importlib.import_module(module), name)(*args, **(init.get("init_args") or {}))
 
 
 def _run_stage(stage: str, config: Namespace, trainer: Trainer, model: Module,

@@ -68,6 +68,7 @@ MODULES: dict[str, ModuleMap] = {
     "lightning.pytorch.cli": ModuleMap(
         names={"LightningCLI": "fulmen.cli.stages:FulmenCLI",
                "SaveConfigCallback": "fulmen.cli.stages:SaveConfigCallback",
+               "ReduceLROnPlateau": "fulmen.cli.stages:ReduceLROnPlateau",
                "LightningArgumentParser": "jsonargparse:ArgumentParser"}),
     "lightning.pytorch.strategies": ModuleMap(("fulmen_strategies",), _STRATEGIES, lenient=True),
     "lightning.pytorch.accelerators": ModuleMap(("fulmen_accelerators",), _ACCELERATORS,
