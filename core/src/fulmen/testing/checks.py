@@ -180,9 +180,13 @@ def check_accelerator(name: str, acc: Any, rec: Recorder, folder: Path) -> dict[
 
     def availability() -> None:
         available, count = type(acc).is_available(), type(acc).auto_device_count()
-        assert isinstance(available, bool), f"is_available() returned {available!r}, not a bool"
-        assert isinstance(count, int) and not isinstance(count, bool) and count >= 0, (
-            f"auto_device_count() returned {count!r}, not an int >= 0")
+        require(isinstance(available, bool), f"is_available() returned {available!r}, not a bool",
+                f"is_available returns a {type(available).__name__}: return True or False "
+                "(bool(...) of what you computed)", acc, "is_available")
+        require(isinstance(count, int) and not isinstance(count, bool) and count >= 0,
+                f"auto_device_count() returned {count!r}, not an int >= 0",
+                f"auto_device_count returns {type(count).__name__} {count!r}: return the number "
+                "of devices as an int (0 when there are none)", acc, "auto_device_count")
         state["available"], state["count"] = available, count
 
     rec.clause("accelerator.availability", availability)
@@ -197,26 +201,34 @@ def check_accelerator(name: str, acc: Any, rec: Recorder, folder: Path) -> dict[
     def parse() -> None:
         need_device()
         one = acc.parse_devices(1)
-        assert one == [0], f"parse_devices(1) returned {one!r}, expected [0]"
+        require(one == [0], f"parse_devices(1) returned {one!r}, expected [0]",
+                "a device count n means the first n indices, as a list of ints",
+                acc, "parse_devices")
         every = acc.parse_devices("auto")
-        assert every == list(range(state["count"])), (
-            f"parse_devices('auto') returned {every!r}, expected "
-            f"{list(range(state['count']))} (auto_device_count() is {state['count']})")
+        require(every == list(range(state["count"])),
+                f"parse_devices('auto') returned {every!r}, expected "
+                f"{list(range(state['count']))} (auto_device_count() is {state['count']})",
+                "'auto' means every device auto_device_count() reports; the two disagree",
+                acc, "parse_devices")
         for bad in (0, "x", [0, 0]):
             try:
                 got = acc.parse_devices(bad)
             except fulmen.ConfigurationError:
                 continue
-            raise AssertionError(f"parse_devices({bad!r}) returned {got!r} instead of raising "
-                                 "fulmen.ConfigurationError")
+            require(False, f"parse_devices({bad!r}) returned {got!r} instead of raising "
+                    "fulmen.ConfigurationError", f"{bad!r} is no valid device selection but "
+                    "was accepted: raise fulmen.ConfigurationError naming it and what is valid",
+                    acc, "parse_devices")
 
     def setup() -> None:
         need_device()
         devices = type(acc).get_parallel_devices([0])
-        assert isinstance(devices, list) and len(devices) == 1 and all(
-            isinstance(d, torch.device) and d.type == acc.device_type for d in devices), (
+        require(isinstance(devices, list) and len(devices) == 1 and all(
+            isinstance(d, torch.device) and d.type == acc.device_type for d in devices),
             f"get_parallel_devices([0]) returned {devices!r}, expected "
-            f"[torch.device({acc.device_type!r}, 0)]")
+            f"[torch.device({acc.device_type!r}, 0)]",
+            f"return a list with one torch.device of type {acc.device_type!r} (device_type) "
+            "per index given", acc, "get_parallel_devices")
         acc.setup_device(devices[0])
         torch.ones(2, device=devices[0]).sum().item()
         acc.teardown()
@@ -260,10 +272,17 @@ def check_precision(name: str, precision: Any, rec: Recorder, folder: Path) -> d
 
         precision.optimizer_step(optimizer, closure)
         params = list(model.parameters())
-        assert all(p.grad is not None for p in params), "backward left a parameter without .grad"
-        assert all(bool(torch.isfinite(p).all()) for p in params), "a parameter is not finite"
+        require(all(p.grad is not None for p in params), "backward left a parameter without "
+                ".grad", "backward(loss) ran no backward pass: call loss.backward() (or "
+                "run_backward) on the (scaled) loss", precision, "backward")
+        require(all(bool(torch.isfinite(p).all()) for p in params), "a parameter is not "
+                "finite after one step", "the step produced inf/nan: unscale gradients before "
+                "the update and skip steps whose gradients are not finite", precision,
+                "optimizer_step")
         changed = any(not torch.equal(a, b.detach()) for a, b in zip(before, params))
-        assert changed, "optimizer_step did not change any parameter"
+        require(changed, "optimizer_step did not change any parameter", "optimizer_step "
+                "returned without updating: call optimizer.step(closure) (after unscaling)",
+                precision, "optimizer_step")
         state["device_type"] = acc.device_type
 
     def round_trip() -> None:
@@ -283,12 +302,30 @@ def check_precision(name: str, precision: Any, rec: Recorder, folder: Path) -> d
         fresh.connect(state["device_type"])
         fresh.load_state_dict(loaded)
         again = fresh.state_dict()
-        assert same(again, saved), (f"load_state_dict(state) then state_dict() gives {again!r}, "
-                                    f"not the saved {saved!r}")
+        require(same(again, saved), f"load_state_dict(state) then state_dict() gives "
+                f"{short_repr(again)}, not the saved {short_repr(saved)}",
+                "load_state_dict does not restore what state_dict returned: store every entry "
+                "it is given", precision, "load_state_dict")
 
     rec.clause("precision.forward_backward", forward_backward)
     rec.clause("precision.state", round_trip)
     return {}
+
+
+KERNEL = os.path.dirname(os.path.abspath(fulmen.__file__)) + os.sep
+
+
+def require(ok: bool, detail: str, hint: str, plugin: Any = None, member: str = "") -> None:
+    """Fail the clause with what was observed unless ``ok``; located where the plugin's
+    ``member`` is defined."""
+    if not ok:
+        where = ""
+        if plugin is not None and member:
+            found = getattr(type(plugin), member, None)
+            where = defined_at(found.fget if isinstance(found, property) else found)
+            if where.startswith(KERNEL):  # the base class's: the plugin has no line for it
+                where = ""
+        raise Broken(detail, hint, where)
 
 
 def context_manager(plugin: Any, member: str) -> None:
@@ -353,15 +390,19 @@ def check_environment(name: str, env: Any, rec: Recorder, folder: Path) -> dict[
         environ, cwd = dict(os.environ), os.getcwd()
         found = type(env).detect()
         after, now = dict(os.environ), os.getcwd()
-        assert isinstance(found, bool), f"detect() returned {found!r}, not a bool"
+        require(isinstance(found, bool), f"detect() returned {found!r}, not a bool",
+                f"detect returns a {type(found).__name__}: return True or False", env, "detect")
         changed = sorted(k for k in environ.keys() | after.keys() if environ.get(k) != after.get(k))
         if changed:
             os.environ.clear()
             os.environ.update(environ)
         if now != cwd:
             os.chdir(cwd)
-        assert not changed, f"detect() changed environment variables: {', '.join(changed)}"
-        assert now == cwd, f"detect() changed the working directory from {cwd} to {now}"
+        require(not changed, f"detect() changed environment variables: {', '.join(changed)}",
+                f"detect() wrote {', '.join(changed)}: only read os.environ there (set "
+                "variables in the instance's methods, after selection)", env, "detect")
+        require(now == cwd, f"detect() changed the working directory from {cwd} to {now}",
+                "detect() must not chdir: only read os.environ", env, "detect")
         state["detected"] = found
 
     def ranks() -> str:
@@ -383,18 +424,30 @@ def check_environment(name: str, env: Any, rec: Recorder, folder: Path) -> dict[
         values = {"world_size()": world, "global_rank()": rank, "local_rank()": local,
                   "node_rank()": node, "main_port": port}
         for what, value in values.items():
-            assert isinstance(value, int) and not isinstance(value, bool), (
-                f"{what} returned {value!r}, not an int")
-        assert isinstance(address, str) and address, f"main_address is {address!r}"
-        assert 1 <= port <= 65535, f"main_port is {port}, not a port number"
-        assert world >= 1 and 0 <= rank < world, (
-            f"global_rank() {rank} is not in range(world_size()={world})")
-        assert 0 <= local <= rank and node >= 0, (
-            f"local_rank() {local} / node_rank() {node} do not fit global_rank() {rank}")
+            require(isinstance(value, int) and not isinstance(value, bool),
+                    f"{what} returned {value!r}, not an int",
+                    f"{what} gives a {type(value).__name__}: convert what you read (environment "
+                    "variables are text) with int()", env, what.rstrip("()"))
+        require(isinstance(address, str) and bool(address), f"main_address is {address!r}",
+                "return the host name or address of rank zero as a non-empty str", env,
+                "main_address")
+        require(1 <= port <= 65535, f"main_port is {port}, not a port number",
+                "return a TCP port in 1..65535", env, "main_port")
+        require(world >= 1 and 0 <= rank < world,
+                f"global_rank() {rank} is not in range(world_size()={world})",
+                "global_rank and world_size read different sources or one is off by one",
+                env, "global_rank")
+        require(0 <= local <= rank and node >= 0,
+                f"local_rank() {local} / node_rank() {node} do not fit global_rank() {rank}",
+                "a local rank is the rank within its node: 0 <= local_rank <= global_rank",
+                env, "local_rank")
         if not external:
-            assert (world, rank) == (2, 1), (
-                f"after set_world_size(2) and set_global_rank(1) the environment reports world "
-                f"size {world} and rank {rank}")
+            require((world, rank) == (2, 1),
+                    f"after set_world_size(2) and set_global_rank(1) the environment reports "
+                    f"world size {world} and rank {rank}",
+                    "creates_processes_externally is False, so fulmen computes the layout: "
+                    "store what set_world_size/set_global_rank give and return it",
+                    env, "set_world_size" if world != 2 else "set_global_rank")
         return f"world_size={world} rank={rank} external={external}"
 
     rec.clause("environment.detect_pure", detect_pure)
@@ -433,11 +486,18 @@ def check_strategy(name: str, strategy: Any, rec: Recorder, folder: Path) -> dic
         trainer = fulmen.Trainer(accelerator=accelerator(), devices=1, strategy=name,
                                  max_steps=2, **trainer_args(folder))
         trainer.fit(models.KitModule(str(folder), "fit"))
-        assert trainer.global_step == 2, f"trained {trainer.global_step} steps, not max_steps=2"
+        require(trainer.global_step == 2, f"trained {trainer.global_step} steps, not "
+                "max_steps=2", "optimizer_step must return after stepping the optimizer once "
+                "per call (the Trainer counts those calls)", strategy, "optimizer_step")
         seen = models.summary(folder, "fit")
-        assert seen["steps"] == 2, f"training_step ran {seen['steps']} times, not 2"
-        assert not models.close(seen["weights"], seen["start_weights"], 0.0), (
-            "fit did not change a weight")
+        require(seen["steps"] == 2, f"training_step ran {seen['steps']} times, not 2",
+                "step('training_step', ...) must call the module's training_step once",
+                strategy, "step")
+        require(not models.close(seen["weights"], seen["start_weights"], 0.0),
+                "fit did not change a weight", "the optimizer stepped parameters other than "
+                "the module's: setup_module must return the module whose parameters the "
+                "optimizer holds (setup_optimizers adapts optimizers to it)", strategy,
+                "setup_module")
         path = folder / "fit.ckpt"
         assert path.exists(), "trainer.save_checkpoint in on_train_end wrote no fit.ckpt"
         state["ckpt"], state["weights"] = path, seen["weights"]
@@ -449,21 +509,29 @@ def check_strategy(name: str, strategy: Any, rec: Recorder, folder: Path) -> dic
                                  max_steps=4, **trainer_args(folder))
         trainer.fit(models.KitModule(str(folder), "resume"), ckpt_path=str(state["ckpt"]))
         seen = models.summary(folder, "resume")
-        assert seen["start_step"] == 2 and seen["steps"] == 2, (
-            f"the resumed fit started at step {seen['start_step']} and ran {seen['steps']} "
-            "steps; expected 2 and 2 (the checkpoint's global_step was not restored)")
-        assert models.close(seen["start_weights"], state["weights"]), (
-            "the weights at the start of the resumed fit differ from the saved ones")
+        require(seen["start_step"] == 2 and seen["steps"] == 2,
+                f"the resumed fit started at step {seen['start_step']} and ran "
+                f"{seen['steps']} steps; expected 2 and 2",
+                "the checkpoint's loops state did not come back: load_checkpoint must return "
+                "what save_checkpoint was given", strategy, "load_checkpoint")
+        require(models.close(seen["start_weights"], state["weights"]),
+                "the weights at the start of the resumed fit differ from the saved ones",
+                "load_module_state_dict must put the checkpoint's state_dict into the module "
+                "being trained", strategy, "load_module_state_dict")
 
     def lite() -> None:
         lite = fulmen.Lite(accelerator=accelerator(), devices=1, strategy=name)
         out = lite.launch(lite_checks, str(folder))
         state["collectives"] = out["collectives"]
         state["lite_weights"] = out["full"]
-        assert len(out["losses"]) == 2 and all(map(math.isfinite, out["losses"])), (
-            f"losses {out['losses']}")
-        assert models.close(out["restored"], out["weights"]), (
-            "lite.load gave other weights than lite.save wrote")
+        require(len(out["losses"]) == 2 and all(map(math.isfinite, out["losses"])),
+                f"the Lite loop's losses are {out['losses']}", "Lite trained through "
+                "setup_module/backward/optimizer_step: a loss that is not finite points at "
+                "backward or optimizer_step", strategy, "backward")
+        require(models.close(out["restored"], out["weights"]),
+                "lite.load gave other weights than lite.save wrote",
+                "module_state_dict (what lite.save writes) and load_module_state_dict (what "
+                "lite.load restores) do not round-trip", strategy, "load_module_state_dict")
         assert "model" not in out["rest"] and out["rest"].get("step") == 2, (
             f"lite.load returned {out['rest']!r}; expected the saved 'step' (2) back and "
             "'model' loaded into the given module")
