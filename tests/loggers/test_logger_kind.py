@@ -155,7 +155,7 @@ def test_cli_selects_a_logger_by_name_and_by_class_path(tmp_path):
 # ------------------------------------------------------------------ the dispatch rules
 
 
-def test_one_call_per_step_and_no_step_written_twice():
+def test_values_of_a_step_merge_and_no_step_is_written_twice():
     rec = Recorder()
     loggers = LoggerSet([rec], rank=lambda: 0)
     loggers.log_metrics({"loss": 1.0, "epoch": 0.0}, 0)
@@ -239,6 +239,21 @@ def test_finalize_gets_the_status_once_per_stage(tmp_path):
     assert rec.named("finalize") == ["success", "interrupted"]
 
 
+def test_lite_logs_through_the_same_rules_and_finalizes_after_its_function():
+    rec, broken = Recorder(), Recorder(fail_in="log_metrics")
+    lite = fulmen.Lite(accelerator="cpu", devices=1, loggers=[rec, broken])
+
+    def train(lite: fulmen.Lite) -> None:
+        lite.log("loss", torch.tensor(1.5))
+        lite.log_dict({"loss": 1.0, "acc": 0.5})
+        lite.log("loss", 0.5, step=1)  # step 1 again: already written
+
+    with pytest.warns(LoggerWarning, match="failed in log_metrics"):
+        lite.launch(train)
+    assert rec.named("log_metrics") == [({"loss": 1.5}, 0), ({"loss": 1.0, "acc": 0.5}, 1)]
+    assert rec.named("finalize") == ["success"] and broken.named("finalize") == []
+
+
 def test_checkpoint_artifacts_follow_the_callback(tmp_path):
     class Callback:  # ModelCheckpoint's public state, as after_save_checkpoint sees it
         save_top_k = 2
@@ -281,6 +296,23 @@ def test_the_run_id_goes_into_checkpoints_and_back(tmp_path):
     assert second.version == first.version == 0
     steps = [s for s, _ in second.read_run().metrics["train_loss"]]
     assert steps == list(range(6))
+
+
+def test_a_job_killed_after_its_checkpoint_does_not_rewrite_steps(tmp_path):
+    """Resumed from the step-3 checkpoint of a job that had logged up to step 5: the tracker's
+    steps 3..5 stay as they were, the new ones follow (each step once)."""
+    from fulmen.callbacks import ModelCheckpoint
+
+    every3 = ModelCheckpoint(dirpath=tmp_path / "ckpt", every_n_train_steps=3, save_top_k=-1)
+    fulmen.Trainer(logger=CSVLogger(tmp_path), default_root_dir=str(tmp_path), callbacks=[every3],
+                   **{**FLAGS, "max_steps": 6, "enable_checkpointing": True}).fit(
+        TinyModule(), loader(48))
+    resumed = CSVLogger(tmp_path)
+    fulmen.Trainer(logger=resumed, default_root_dir=str(tmp_path),
+                   **{**FLAGS, "max_steps": 8}).fit(
+        TinyModule(), loader(48), ckpt_path=str(tmp_path / "ckpt" / "epoch=0-step=3.ckpt"))
+    assert resumed.version == 0
+    assert [s for s, _ in resumed.read_run().metrics["train_loss"]] == list(range(8))
 
 
 # ------------------------------------------------------------------ a third-party logger

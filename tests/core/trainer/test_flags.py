@@ -141,7 +141,8 @@ def test_iterable_datasets_without_length():
     ({"gradient_clip_algorithm": "l2"}, r"use 'norm' or 'value'"),
     ({"max_time": "1 hour"}, r"max_time='1 hour'\): use 'DD:HH:MM:SS'"),
     ({"callbacks": [object()]}, r"callbacks got a object; it takes fulmen.Callback objects"),
-    ({"logger": "tb"}, r"logger=...\) got a str"),
+    ({"logger": "tbx"}, r"logger='tbx' is not a registered logger name. Did you mean"),
+    ({"logger": 1.5}, r"logger=1.5 \(float\): use True, False, a registered logger name"),
     ({"fast_dev_run": -1}, r"fast_dev_run=-1"),
 ])
 def test_bad_flags(flags, message):

@@ -2,10 +2,11 @@
 
 The Trainer and Lite talk to loggers only through the members below, and only through
 :class:`fulmen.loggers.dispatch.LoggerSet`, which owns the run-time rules of the logger contract
-(docs/plugin-contracts.md): calls come from global rank zero only; metrics of one step arrive in
-one ``log_metrics`` call, on Lightning's step axis, never twice for a step; hyper-parameters
-arrive once, as plain data; ``finalize`` is called once per stage with its status; a logger that
-raises is reported once and left out (unless its ``raise_on_error`` is True).
+(docs/plugin-contracts.md): calls come from global rank zero only; metrics come on Lightning's
+step axis, a name never twice for a step (what a callback queued at a step goes in the step's
+call); hyper-parameters arrive once, as plain data; ``finalize`` is called once per stage with
+its status; a logger that raises is reported once and left out (unless its ``raise_on_error``
+is True).
 
 A tracker whose run lives elsewhere (a server, a run folder) keeps the run's identity in
 :meth:`Logger.state_dict`, which goes into every checkpoint: a fit resumed from it (``ckpt_path=``,
@@ -111,6 +112,13 @@ class Logger(ABC):
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:  # noqa: B027 - optional
         """Continue the run ``state`` names (called before anything is logged on resume)."""
+
+    def logged_steps(self) -> Mapping[str, int]:
+        """After ``load_state_dict``: the last step the tracker already holds for each name of
+        the continued run (a job killed after its last checkpoint wrote steps past it), so that
+        the resumed fit does not write them again. Called on global rank zero only. Default:
+        nothing known (the checkpoint's own record of written steps still applies)."""
+        return {}
 
     def save(self) -> None:  # noqa: B027 - optional, nothing to flush by default
         """Flush what is buffered."""

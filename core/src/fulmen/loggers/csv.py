@@ -79,6 +79,11 @@ class CSVLogger(VersionedLogger):
         self._rows = []
 
 
+    def logged_steps(self) -> dict[str, int]:
+        """The last step of each column already in the continued version's ``metrics.csv``."""
+        return {key: max(step for step, _ in points)
+                for key, points in self.read_run().metrics.items() if points}
+
     def read_run(self) -> RunRecord:
         """``metrics.csv`` and ``hparams.yaml`` read back (after a flush)."""
         import yaml

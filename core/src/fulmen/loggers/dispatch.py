@@ -2,9 +2,9 @@
 contract's run-time rules (docs/plugin-contracts.md, "Loggers"):
 
 * only global rank zero calls a logger; the other ranks return at once (nothing to wait for);
-* the values of one step reach each logger in one ``log_metrics`` call (values logged at the step
-  already pending are merged, the last value of a name wins); the call happens when another step
-  starts or at a flush (a checkpoint, the end of a stage);
+* values queued at one step merge into one ``log_metrics`` call (what a callback logs at a
+  step goes with the step's own values; the last value of a name wins); the Trainer flushes
+  after each batch's and each epoch's values, so nothing waits for a later step;
 * on the training axis, a name is never written twice at a step nor at an earlier one: a fit
   resumed from a checkpoint goes on from the checkpoint's steps (kept in the checkpoint);
 * hyper-parameters go to each logger once per run, as plain data (modules and partials as
@@ -45,6 +45,8 @@ class LoggerSet:
         self._pending_train = False
         #: name -> the last training-axis step it was written at (kept in checkpoints)
         self.last_steps: dict[str, int] = {}
+        #: id(logger) -> name -> the last step its tracker held when the run was continued
+        self.floors: dict[int, dict[str, int]] = {}
         self.hparams_logged = 0  # how many times hyper-parameters went out in this run
         self.finalized = 0
 
@@ -92,14 +94,20 @@ class LoggerSet:
         """Send the pending step's values."""
         if not self._pending or self._pending_step is None:
             return
-        values, step = self._pending, self._pending_step
+        values, step, train = self._pending, self._pending_step, self._pending_train
         self._pending, self._pending_step = {}, None
-        if self._pending_train:
+        if train:
             values = {k: v for k, v in values.items() if self.last_steps.get(k, -1) < step}
             for key in values:
                 self.last_steps[key] = step
-        if values:
-            self._each("log_metrics", lambda lg: lg.log_metrics(values, step))
+        if not values or self._rank() != 0:
+            return
+        for logger in self.loggers:
+            floor = self.floors.get(id(logger)) if train else None
+            mine = {k: v for k, v in values.items() if floor.get(k, -1) < step} if floor \
+                else values
+            if mine:
+                self._call(logger, "log_metrics", functools.partial(logger.log_metrics, mine, step))
 
     # ------------------------------------------------------------------ the run
 
@@ -148,8 +156,16 @@ class LoggerSet:
         for logger, entry in zip(self.loggers, saved):
             if entry.get("class") == type(logger).__qualname__:
                 logger.load_state_dict(entry.get("state", {}))
+                if self._rank() == 0:  # what the tracker holds past the checkpoint
+                    self._call(logger, "logged_steps", functools.partial(self._floor, logger))
         self.last_steps.update(state.get("last_steps", {}))
         self.hparams_logged = int(state.get("hparams_logged", 0))
+
+
+    def _floor(self, logger: Logger) -> None:
+        floor = {str(k): int(v) for k, v in logger.logged_steps().items()}
+        if floor:
+            self.floors[id(logger)] = floor
 
 
 def describe(logger: Logger) -> str:

@@ -11,6 +11,7 @@ import itertools
 import os
 import pickle
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import fulmen
 from fulmen.api.logger import Logger, RunRecord
+from fulmen.errors import LoggerWarning
 from fulmen.testing.record import Recorder, Skip
 from fulmen.utilities.rank_zero import current_rank, set_rank
 
@@ -78,6 +80,16 @@ def trainer(folder: Path, logger: Logger, **flags: Any) -> fulmen.Trainer:
         "num_sanity_val_steps": 0, **flags})
 
 
+def fit_logged(trainer: fulmen.Trainer, model: fulmen.Module, **kwargs: Any) -> None:
+    """``trainer.fit``; a logger failure (a ``LoggerWarning``: the Trainer left the logger out
+    and went on) fails the clause with its message."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", LoggerWarning)
+        trainer.fit(model, **kwargs)
+    failed = [str(w.message) for w in caught if issubclass(w.category, LoggerWarning)]
+    assert not failed, failed[0]
+
+
 def read(logger: Logger) -> RunRecord:
     run = logger.read_run()
     if run is None:
@@ -133,7 +145,7 @@ def check_logger(name: str, logger: Logger, rec: Recorder, folder: Path) -> dict
 
     def fit() -> None:
         where, lg = fresh("fit")
-        trainer(where, lg, val_check_interval=3).fit(module())
+        fit_logged(trainer(where, lg, val_check_interval=3), module())
         run = read(lg)
         problems = steps_problems(run, list(range(STEPS)))
         if "val_loss" not in run.metrics:
@@ -155,11 +167,11 @@ def check_logger(name: str, logger: Logger, rec: Recorder, folder: Path) -> dict
     def resume() -> None:
         where, first = fresh("resume")
         t = trainer(where, first, max_steps=3)
-        t.fit(module())
+        fit_logged(t, module())
         ckpt = where / "half.ckpt"
         t.save_checkpoint(ckpt)
         second = cls.for_conformance(str(where))
-        trainer(where, second).fit(module(), ckpt_path=str(ckpt), weights_only=False)
+        fit_logged(trainer(where, second), module(), ckpt_path=str(ckpt), weights_only=False)
         assert second.version == first.version, (
             f"the resumed fit logged to run {second.version!r}, not {first.version!r}")
         problems = steps_problems(read(second), list(range(STEPS)))

@@ -87,6 +87,7 @@ class Metrics:
                 step = trainer.batches_that_stepped
                 values = {**values, "epoch": float(trainer.current_epoch)}
             trainer.logger_set.log_metrics(values, step, training_axis=training_axis)
+            trainer.logger_set.flush()  # no lag: what callbacks queued at this step goes too
 
     def log_step(self, results: Results) -> None:
         """A training step's values logged with ``on_step=True`` go to the loggers."""

@@ -220,6 +220,15 @@ class MLFlowLogger(Logger):
             self._experiment_id = None  # read from the run when it is continued
             self._ended = "resumed"  # RUNNING again when logging starts
 
+    def logged_steps(self) -> dict[str, int]:
+        """The last step of each metric the continued run holds (read from the server)."""
+        if self._run_id is None:
+            return {}
+        client: Any = self.experiment
+        return {key: max((m.step for m in client.get_metric_history(self._run_id, key)),
+                         default=-1)
+                for key in client.get_run(self._run_id).data.metrics}
+
     # ------------------------------------------------------------------ logging
 
     def log_hyperparams(self, params: dict[str, Any]) -> None:

@@ -205,6 +205,23 @@ class WandbLogger(Logger):
             return
         self._id = str(state["run_id"])
 
+    def logged_steps(self) -> dict[str, int]:
+        """The last ``trainer/global_step`` of each metric in the continued run's local run
+        files (written by online runs too); none when they are not on this machine."""
+        from fulmen_wandb.run_files import read_run
+
+        if self._id is None or self._save_dir is None:
+            return {}
+        run = read_run(Path(self._save_dir)).get(self._id)
+        last: dict[str, int] = {}
+        for row in run["history"] if run else []:
+            step = row.get(STEP_METRIC)
+            if step is not None:
+                for key in row:
+                    if not key.startswith("_") and key != STEP_METRIC:
+                        last[key] = max(last.get(key, -1), int(step))
+        return last
+
     # ------------------------------------------------------------------ logging
 
     def log_hyperparams(self, params: dict[str, Any]) -> None:
