@@ -69,6 +69,23 @@ def test_ddp_ranks_started_by_fulmen_see_lightning_names(tmp_path: Path) -> None
     done = fulmen_run(tmp_path, TRAIN, "strategy=ddp", "devices=2", "accelerator=cpu")
     assert done.returncode == 0, done.stderr
     assert "RESULT rank=0 steps=2" in done.stdout and "RESULT rank=1 steps=2" in done.stdout
+    assert "Error in sitecustomize" not in done.stderr
+
+
+def test_children_run_the_environments_own_sitecustomize(tmp_path: Path) -> None:
+    """The boot sitecustomize installs the finder, then hands over to the environment's."""
+    from fulmen.dropin.run import BOOT
+
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "sitecustomize.py").write_text("import builtins\nbuiltins.OWN_SITE = True\n")
+    code = ("import builtins, sys, lightning.pytorch as pl, fulmen; "
+            "print(builtins.OWN_SITE, pl.Trainer is fulmen.Trainer)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**_env(), "FULMEN_LIGHTNING_NAMES": "1",
+                               "PYTHONPATH": f"{BOOT}:{own}"})
+    assert done.stdout.strip() == "True True", done.stderr
+    assert "Error in sitecustomize" not in done.stderr
 
 
 def test_under_torchrun(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 Lightning's names from fulmen in every child Python process too (DDP ranks, torchrun workers,
 spawned processes), then run the environment's own ``sitecustomize``, if any."""
 
+import importlib.machinery
+import importlib.util
 import os
 import sys
 
@@ -12,8 +14,10 @@ if os.environ.get("FULMEN_LIGHTNING_NAMES") == "1":
 
 _here = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _here]
-del sys.modules["sitecustomize"]
-try:
-    import sitecustomize  # noqa: F401  (the environment's own, now that this folder is off sys.path)
-except ImportError:
-    pass
+# The environment's own sitecustomize, now that this folder is off sys.path; it takes this
+# module's place in sys.modules (the import system returns what is there when this one ends).
+_spec = importlib.machinery.PathFinder.find_spec("sitecustomize", sys.path)
+if _spec is not None and _spec.loader is not None:
+    _module = importlib.util.module_from_spec(_spec)
+    sys.modules["sitecustomize"] = _module
+    _spec.loader.exec_module(_module)
