@@ -157,7 +157,11 @@ def test_a_strategy_whose_lite_and_trainer_training_differ(bad):
     assert f"at {line_of('STEP')}" in text
     assert "Trainer and Lite weights differ on rank(s) [0, 1]" in text
     assert "Strategy.step('forward', ...)" in text
-    # Customised for Lite's forward too, the same strategy trains alike under both.
+
+
+@pytest.mark.slow
+def test_the_same_strategy_customised_for_lite_too_passes(bad):
+    _, check = bad
     code, out, _ = check("skips_odd_forwards")
     assert code == 0, out
 
