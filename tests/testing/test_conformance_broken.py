@@ -109,6 +109,9 @@ def test_each_broken_contract_fails_its_clause(broken):
     # What the broken member does not touch still passes; later clauses are not blamed.
     assert got[("starts_none", "strategy.trainer")].status == "pass"
     assert got[("nothing", "strategy.trainer")].status == "skip"
+    # a skip says which clause stopped it, once (the cause is on that clause's line)
+    assert got[("nothing", "strategy.trainer")].detail == "not run: plugin.loads failed"
+    assert got[("nothing", "plugin.loads")].detail.count("Can't instantiate") == 1
     assert got[("list-state", "precision.forward_backward")].status == "pass"
     assert {r.name for r in report.failures} == {"counting_cpu", "list-state", "nosy",
                                                  "nothing", "starts_none"}
