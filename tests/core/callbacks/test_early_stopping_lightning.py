@@ -304,14 +304,14 @@ class AlwaysStop(EarlyStopping):
 @pytest.mark.parametrize(
     ("limit_train_batches", "min_epochs", "min_steps", "stop_step"),
     [
-        pytest.param(3, 0, 10, 10, marks=pytest.mark.skip(reason="fulmen's Trainer has no min_steps")),
-        pytest.param(5, 0, 10, 10, marks=pytest.mark.skip(reason="fulmen's Trainer has no min_steps")),
+        (3, 0, 10, 10),
+        (5, 0, 10, 10),
         (3, 2, 0, 6),
         (5, 2, 0, 10),
-        pytest.param(3, 1, 10, 10, marks=pytest.mark.skip(reason="fulmen's Trainer has no min_steps")),
-        pytest.param(5, 1, 10, 10, marks=pytest.mark.skip(reason="fulmen's Trainer has no min_steps")),
-        pytest.param(3, 3, 10, 10, marks=pytest.mark.skip(reason="fulmen's Trainer has no min_steps")),
-        pytest.param(5, 3, 10, 15, marks=pytest.mark.skip(reason="fulmen's Trainer has no min_steps")),
+        (3, 1, 10, 10),
+        (5, 1, 10, 10),
+        (3, 3, 10, 10),
+        (5, 3, 10, 15),
     ],
 )
 def test_min_epochs_min_steps_global_step(tmp_path, limit_train_batches, min_epochs, min_steps, stop_step):
@@ -327,6 +327,7 @@ def test_min_epochs_min_steps_global_step(tmp_path, limit_train_batches, min_epo
         limit_val_batches=0,
         limit_train_batches=limit_train_batches,
         min_epochs=min_epochs,
+        min_steps=min_steps,
         logger=False,
         enable_checkpointing=False,
         enable_progress_bar=False,

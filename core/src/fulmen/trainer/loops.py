@@ -164,7 +164,7 @@ def fit(trainer: Trainer, loaders: dict[str, Any], trial: bool = False) -> None:
     check_trainable = module.automatic_optimization
     total = trainer.current_epoch * (int(n_batches) if n_batches != math.inf else 0)
     watch = NonFiniteWatch(trainer.strategy, stop=trainer.detect_anomaly)
-    while not trainer.should_stop and n_batches:
+    while not (trainer.should_stop and _minimum_reached(trainer)) and n_batches:
         if trainer.max_epochs != -1 and trainer.current_epoch >= trainer.max_epochs:
             break
         if 0 <= trainer.max_steps <= trainer.global_step:
@@ -176,8 +176,13 @@ def fit(trainer: Trainer, loaders: dict[str, Any], trial: bool = False) -> None:
                              restore.get("rng_states"), watch, check_trainable)
         check_trainable = False
         restore, loop_state, mid_epoch = {}, {}, False
-        if trainer.should_stop and not _minimum_reached(trainer):
-            trainer.should_stop = False  # min_epochs/min_steps win over early stopping
+        if trainer.should_stop and not _minimum_reached(trainer, trainer.current_epoch + 1):
+            # min_epochs/min_steps win over early stopping; should_stop stays set, so training
+            # stops at the first batch where they are met (Lightning's semantics)
+            configure_logging().info(
+                "Trainer was signaled to stop but the required `min_epochs=%s` or `min_steps=%s` "
+                "has not been met. Training will continue...", trainer.min_epochs,
+                trainer.min_steps)
         if _out_of_time(trainer):
             trainer.should_stop = True
         trainer.current_epoch += 1
@@ -531,9 +536,11 @@ def _plain_batches(trainer: Trainer, batches: Any, results: Any,
     return batch_idx, total, losses, True
 
 
-def _minimum_reached(trainer: Trainer) -> bool:
-    return trainer.current_epoch + 1 >= trainer.min_epochs and \
-        trainer.global_step >= trainer.min_steps
+def _minimum_reached(trainer: Trainer, epochs_done: int | None = None) -> bool:
+    """Whether ``min_epochs`` and ``min_steps`` are met, ``epochs_done`` (default: the epochs
+    completed before the running one) counting as trained (Lightning's ``_can_stop_early``)."""
+    done = trainer.current_epoch if epochs_done is None else epochs_done
+    return done >= trainer.min_epochs and trainer.global_step >= trainer.min_steps
 
 
 def _overridden(module: Module, name: str) -> bool:
