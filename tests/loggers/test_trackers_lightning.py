@@ -28,6 +28,7 @@ from tiny_models import TinyData, TinyModule
 
 import fulmen
 from fulmen import ConfigurationError
+from fulmen.callbacks import ModelCheckpoint
 
 FLAGS = {"accelerator": "cpu", "devices": 1, "log_every_n_steps": 1, "enable_progress_bar": False,
          "enable_model_summary": False, "num_sanity_val_steps": 0}
@@ -209,3 +210,18 @@ def test_comet_version_and_epoch_logging(tmp_path):
     logger.finalize("success")
     run = logger.read_run()
     assert run.metrics == {"test": [(123, 1.0)]}  # epoch goes as Comet's epoch, not a metric
+
+
+@pytest.mark.slow
+def test_mlflow_resume_after_a_kill_writes_no_step_twice(mlflow_dir, tmp_path):
+    """Not a Lightning test: a job killed after its step-3 checkpoint had logged steps 3..5 too;
+    the resumed fit continues the run and MLflow holds each step once."""
+    every3 = ModelCheckpoint(dirpath=tmp_path / "ckpt", every_n_train_steps=3, save_top_k=-1)
+    first = mlflow_logger(mlflow_dir, "killed")
+    fulmen.Trainer(logger=first, max_steps=6, callbacks=[every3], enable_checkpointing=True,
+                   default_root_dir=str(tmp_path), **FLAGS).fit(TinyModule(), TinyData(n=64))
+    again = mlflow_logger(mlflow_dir, "killed")
+    fulmen.Trainer(logger=again, max_steps=9, default_root_dir=str(tmp_path), **FLAGS).fit(
+        TinyModule(), TinyData(n=64), ckpt_path=str(tmp_path / "ckpt" / "epoch=0-step=3.ckpt"))
+    assert again.version == first.version
+    assert [s for s, _ in again.read_run().metrics["train_loss"]] == list(range(9))
