@@ -218,7 +218,8 @@ class Runner:
             self.progress("checking " + ", ".join(f"{t.kind} {t.name!r}" for t in remaining))
             job = {"mode": "local", "targets": [[t.kind, t.name] for t in remaining],
                    "folder": str(work), "share": not self.exhaustive}
-            timeout = self.timeout * len([t for t in remaining if t.kind == "strategy"] or [1])
+            timeout = self.timeout * len([t for t in remaining if t.kind in ("strategy", "logger")]
+                                         or [1])  # each of these trains; a logger several times
 
             def poll(path: Path = work / "results.jsonl",
                      wanted: frozenset[str] = frozenset(
