@@ -169,3 +169,19 @@ def test_command_check_diff_write(tmp_path: Path, capsys) -> None:  # type: igno
     assert main(["--check", str(old), str(clean)]) == 0  # nothing more to change
     assert main(["missing.py"]) == 2
     assert "no such file or directory: missing.py" in capsys.readouterr().err
+
+
+def test_lightning_1x_homes_of_moved_names() -> None:
+    result = migrate_source(textwrap.dedent("""\
+        from pytorch_lightning.utilities.cli import LightningCLI
+        from pytorch_lightning.lite import LightningLite
+        from pytorch_lightning.loggers.base import LightningLoggerBase
+        from pytorch_lightning.core.lightning import LightningModule
+        """))
+    assert result.new == textwrap.dedent("""\
+        from fulmen.cli import FulmenCLI as LightningCLI
+        from fulmen import Lite as LightningLite
+        from fulmen.loggers import Logger as LightningLoggerBase
+        from fulmen import Module as LightningModule
+        """)
+    assert result.notes == []

@@ -74,10 +74,11 @@ EPOCH_END = {"training_epoch_end": "train", "validation_epoch_end": "validation"
              "test_epoch_end": "test"}
 RENAMED_HOOKS = {"on_pretrain_routine_start": "on_fit_start",
                  "on_pretrain_routine_end": "on_fit_start"}
+_STEP_END = ("removed in Lightning 2.0 (fulmen calls it under dp/ddp2 only): do the work at the "
+             "end of the step")
 REMOVED_HOOKS = {
-    "training_step_end": "removed in Lightning 2.0: do the work at the end of training_step",
-    "validation_step_end": "removed in Lightning 2.0: do the work at the end of validation_step",
-    "test_step_end": "removed in Lightning 2.0: do the work at the end of test_step",
+    "training_step_end": _STEP_END, "validation_step_end": _STEP_END,
+    "test_step_end": _STEP_END,
     "on_epoch_start": "use on_train_epoch_start / on_validation_epoch_start",
     "on_epoch_end": "use on_train_epoch_end / on_validation_epoch_end",
     "on_batch_start": "use on_train_batch_start", "on_batch_end": "use on_train_batch_end",

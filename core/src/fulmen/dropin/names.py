@@ -62,14 +62,21 @@ MODULES: dict[str, ModuleMap] = {
     "lightning.pytorch.trainer": ModuleMap(names={"Trainer": "fulmen.trainer:Trainer"},
                                            lenient=True),
     "lightning.pytorch.callbacks": ModuleMap(("fulmen.callbacks",), lenient=True),
-    "lightning.pytorch.loggers": ModuleMap(("fulmen.loggers",), lenient=True),
+    "lightning.pytorch.loggers": ModuleMap(
+        ("fulmen.loggers",), {"LightningLoggerBase": "fulmen.loggers:Logger"},  # 1.x name
+        lenient=True),
     "lightning.pytorch.profilers": ModuleMap(("fulmen.profilers",), lenient=True),
     "lightning.pytorch.tuner": ModuleMap(("fulmen.tuner",), lenient=True),
     "lightning.pytorch.cli": ModuleMap(
-        names={"LightningCLI": "fulmen.cli.stages:FulmenCLI",
-               "SaveConfigCallback": "fulmen.cli.stages:SaveConfigCallback",
+        names={"LightningCLI": "fulmen.cli:FulmenCLI",
+               "SaveConfigCallback": "fulmen.cli:SaveConfigCallback",
                "ReduceLROnPlateau": "fulmen.cli.stages:ReduceLROnPlateau",
                "LightningArgumentParser": "jsonargparse:ArgumentParser"}),
+    # Lightning 1.x homes of names that moved
+    "lightning.pytorch.utilities.cli": ModuleMap(
+        names={"LightningCLI": "fulmen.cli:FulmenCLI",
+               "SaveConfigCallback": "fulmen.cli:SaveConfigCallback"}),
+    "lightning.pytorch.lite": ModuleMap(names={"LightningLite": "fulmen.lite:Lite"}),
     "lightning.pytorch.strategies": ModuleMap(("fulmen_strategies",), _STRATEGIES, lenient=True),
     "lightning.pytorch.accelerators": ModuleMap(("fulmen_accelerators",), _ACCELERATORS,
                                                 lenient=True),
