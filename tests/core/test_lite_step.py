@@ -52,3 +52,13 @@ def test_without_a_step_of_its_own_the_wrapper_is_called_directly():
     lite = fulmen.Lite(accelerator="cpu", devices=1)
     model = lite.setup(torch.nn.Linear(3, 1))
     assert model.__dict__["_call"] is model.module  # the fast path: no step, no extra frame
+
+
+def test_a_hook_on_the_wrapper_keeps_the_step():
+    strategy = Counting()
+    lite = fulmen.Lite(accelerator="cpu", devices=1, strategy=strategy)
+    model = lite.setup(torch.nn.Linear(3, 1))
+    seen: list[bool] = []
+    model.register_forward_hook(lambda *_: seen.append(True))
+    model(torch.randn(2, 3))
+    assert seen == [True] and strategy.calls == [("forward", True)]

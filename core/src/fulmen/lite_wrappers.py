@@ -25,11 +25,14 @@ class LiteModule(torch.nn.Module):
         # Hot path: a plain attribute (no nn.Module lookup), no precision calls when the
         # precision does nothing to inputs, outputs or the forward context, and no call
         # machinery of this wrapper's own until a hook is registered on it.
-        object.__setattr__(self, "_call", forward_module if plain_forward(strategy)
-                           and plain_step(strategy) else None)
         # A strategy that customises ``step`` gets each call of its module as
         # ``step("forward", ...)``, as the Trainer's training_step goes through step.
-        object.__setattr__(self, "_stepped", not plain_step(strategy))
+        stepped = not plain_step(strategy)
+        call: Any = None
+        if plain_forward(strategy):
+            call = _stepped_call(strategy, forward_module) if stepped else forward_module
+        object.__setattr__(self, "_call", call)
+        object.__setattr__(self, "_stepped", stepped)
 
     @property
     def module(self) -> torch.nn.Module:
@@ -115,6 +118,19 @@ class LiteModule(torch.nn.Module):
             super().__setattr__(name, value)
         else:
             setattr(self._original_module, name, value)
+
+
+def _stepped_call(strategy: Strategy, forward_module: torch.nn.Module) -> Callable[..., Any]:
+    """The hot path of a module whose strategy customises ``step``: ``step("forward", ...)``
+    while it is the strategy's module (the one set up last), else its wrapper directly."""
+    step = strategy.step
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if strategy.model is forward_module:
+            return step("forward", *args, **kwargs)
+        return forward_module(*args, **kwargs)
+
+    return call
 
 
 class LiteOptimizer:
