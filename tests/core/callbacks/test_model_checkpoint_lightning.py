@@ -930,9 +930,7 @@ class TroubledModelOptimizerZeroGrad(BoringModel):
 
 
 def _DATALOADER_IDX(troubled: type) -> Any:
-    return pytest.param(troubled, marks=pytest.mark.skip(
-        reason="fulmen passes dataloader_idx to on_validation_batch_start/end even with one dataloader; Lightning "
-               "omits it there, so Lightning's two-argument signature fails (Trainer hooks, not ModelCheckpoint)"))
+    return troubled  # fulmen, like Lightning, passes dataloader_idx only with several dataloaders
 
 
 def _module_has(hook: str) -> bool:

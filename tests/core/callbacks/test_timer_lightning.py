@@ -2,8 +2,8 @@
 ported to fulmen.
 
 Not ported: ``test_trainer_flag`` (fulmen's ``Trainer(max_time=)`` stops the loop itself rather
-than adding a ``Timer``) and ``test_timer_duration_min_steps_override`` (no ``min_steps``; the
-``min_epochs`` case is kept). Lightning mocks ``time`` in ``test_timer_time_remaining``; here
+than adding a ``Timer``). ``test_timer_duration_min_steps_override`` runs 2 batches an epoch
+(Lightning: the boring model's 64). Lightning mocks ``time`` in ``test_timer_time_remaining``; here
 the clock is real and the checks allow for it.
 """
 
@@ -87,14 +87,25 @@ def test_timer_zero_duration_stop(tmp_path, interval):
     assert trainer.current_epoch == 0
 
 
-@pytest.mark.skip(reason="fulmen's fit loop ends at once when should_stop is set before the first epoch, "
-                         "even with min_epochs; Lightning trains min_epochs anyway (fit loop, not Timer)")
 def test_timer_duration_min_epochs_override(tmp_path):
     timer = Timer(duration=timedelta(0))
     trainer = Trainer(default_root_dir=tmp_path, callbacks=[timer], min_epochs=2, limit_train_batches=2,
                       limit_val_batches=1, **QUIET)
     trainer.fit(BoringModel())
     assert trainer.current_epoch >= 2
+    assert timer.time_elapsed() > 0
+
+
+@pytest.mark.parametrize(("min_steps", "min_epochs"), [(None, 2), (3, None), (3, 2)])
+def test_timer_duration_min_steps_override(tmp_path, min_steps, min_epochs):
+    timer = Timer(duration=timedelta(0))
+    trainer = Trainer(default_root_dir=tmp_path, callbacks=[timer], min_steps=min_steps,
+                      min_epochs=min_epochs, limit_train_batches=2, limit_val_batches=1, **QUIET)
+    trainer.fit(BoringModel())
+    if min_epochs:
+        assert trainer.current_epoch >= min_epochs
+    if min_steps:
+        assert trainer.global_step >= min_steps - 1
     assert timer.time_elapsed() > 0
 
 
