@@ -41,14 +41,33 @@ class SLURMEnvironment(ScheduledEnvironment):
     def main_address(self) -> str:
         if "MASTER_ADDR" in self.environ:
             return self.environ["MASTER_ADDR"]
-        return expand(self.environ["SLURM_JOB_NODELIST"])[0]
+        nodes = self.environ.get("SLURM_JOB_NODELIST", self.environ.get("SLURM_NODELIST"))
+        return expand(nodes)[0] if nodes else "127.0.0.1"  # Lightning's default
 
     @property
     def main_port(self) -> int:
         if "MASTER_PORT" in self.environ:
             return v.port(self.environ["MASTER_PORT"], "MASTER_PORT")
+        if "SLURM_JOB_ID" not in self.environ:
+            return 12910  # Lightning's default
         job_id = v.integer(self.environ, "SLURM_JOB_ID")
-        return 15000 + job_id % 5000
+        return 15000 + int(str(job_id)[-4:])  # Lightning's: the job id's last four digits
+
+    @staticmethod
+    def job_name() -> str | None:
+        """``SLURM_JOB_NAME`` (Lightning's ``SLURMEnvironment.job_name()``)."""
+        return os.environ.get("SLURM_JOB_NAME")
+
+    @staticmethod
+    def job_id() -> int | None:
+        """``SLURM_JOB_ID`` as an int; None when unset, not a number, or in an interactive
+        shell (``salloc``: job name ``bash`` or ``interactive``), as in Lightning."""
+        if SLURMEnvironment.job_name() in ("bash", "interactive"):
+            return None
+        try:
+            return int(os.environ["SLURM_JOB_ID"])
+        except (KeyError, ValueError):
+            return None
 
     @staticmethod
     def detect() -> bool:

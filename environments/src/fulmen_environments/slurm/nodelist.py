@@ -43,8 +43,9 @@ def _expand_range(spec: str, nodelist: str) -> list[str]:
 
 
 def expand(nodelist: str) -> list[str]:
-    """Every host in a SLURM node list, in order."""
-    text = nodelist.strip()
+    """Every host in a SLURM node list, in order. Entries are separated by commas or spaces
+    (``"alpha, host[5-9] gamma"``), as Lightning reads them."""
+    text = re.sub(r"\s+", ",", re.sub(r"\s*,\s*", ",", nodelist.strip()))
     if not text or text.count("[") != text.count("]"):
         raise ConfigurationError(f"SLURM_JOB_NODELIST={nodelist!r} is not a node list (expected "
                                  "like node[01-04],gpu7)")
