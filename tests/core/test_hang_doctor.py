@@ -117,3 +117,94 @@ def test_a_bad_threshold_is_refused(monkeypatch, value):
     monkeypatch.setenv("FULMEN_HANG_TIMEOUT", value)
     with pytest.raises(ConfigurationError, match=f"FULMEN_HANG_TIMEOUT='{value}'"):
         threshold_from_env()
+
+
+STALLED_JOB = """
+import os, sys, time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+import fulmen
+from fulmen_strategies import DDPStrategy
+
+torch.set_num_threads(1)
+WHERE = sys.argv[1]
+
+
+class StuckInSetup(DDPStrategy):
+    def setup_environment(self):
+        super().setup_environment()
+        if self.global_rank == 1:
+            time.sleep(600)  # stuck in strategy setup
+
+
+class Model(fulmen.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+
+    def prepare_data(self):
+        if WHERE == "prepare_data":
+            time.sleep(600)  # stuck in prepare_data
+
+    def training_step(self, batch, batch_idx):
+        return self.layer(batch[0]).sum()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+strategy = StuckInSetup() if WHERE == "setup" else "ddp"
+trainer = fulmen.Trainer(accelerator="cpu", devices=2, strategy=strategy, max_epochs=1,
+                         logger=False, enable_progress_bar=False, enable_checkpointing=False,
+                         enable_model_summary=False)
+trainer.fit(Model(), DataLoader(TensorDataset(torch.randn(8, 4)), batch_size=2))
+print("finished")
+"""
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize(("where", "stuck_rank", "phase", "marker"), [
+    ("setup", 1, "strategy setup (stuck_in_setup.setup_environment", "# stuck in strategy setup"),
+    ("prepare_data", 0, "prepare_data (Model.prepare_data)", "# stuck in prepare_data"),
+])
+def test_a_hang_before_the_loops_is_reported_and_ends_the_job(tmp_path: Path, where: str,
+                                                              stuck_rank: int, phase: str,
+                                                              marker: str) -> None:
+    """Armed from the start: a rank stuck in strategy setup or in prepare_data (the other
+    waiting in the barrier after prepare_data) is named with its phase and line, and the job
+    ends with the doctor's exit status within the threshold plus a minute."""
+    from processes import clean_environment
+
+    from fulmen.hang import EXIT_CODE
+
+    script = tmp_path / "stalled.py"
+    script.write_text(STALLED_JOB)
+    env = {**clean_environment([]), "OMP_NUM_THREADS": "1", "FULMEN_HANG_TIMEOUT": "8",
+           "MASTER_PORT": str(free_port_pair())}
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, str(script), where], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=tmp_path, start_new_session=True)
+    took = time.monotonic() - start
+    line = STALLED_JOB.splitlines().index(next(
+        x for x in STALLED_JOB.splitlines() if marker in x)) + 1
+    text = done.stderr
+    assert done.returncode == EXIT_CODE, text[-3000:]
+    assert "finished" not in done.stdout
+    assert took < 8 + 60, took
+    assert f"rank {stuck_rank} (" in text and f"during {phase}" in text, text[-3000:]
+    assert f"{script}:{line}" in text, text[-3000:]
+    assert "who waits where (2 of 2 ranks reported)" in text, text[-3000:]
+    assert "during barrier after prepare_data" in text, text[-3000:]
+    assert "fulmen.errors.HangError: rank" in text and "made no progress" in text
+
+
+def test_a_barrier_of_several_ranks_without_a_process_group_is_an_error() -> None:
+    import fulmen
+    from fulmen.errors import FulmenError
+
+    trainer = fulmen.Trainer(accelerator="cpu", devices=2, strategy="ddp", logger=False)
+    with pytest.raises(FulmenError, match=r"DDPStrategy.barrier\('x'\) on rank 0 of 2: this "
+                       r"process has no process group.*must call super\(\).setup_environment"):
+        trainer.strategy.barrier("x")
+    with pytest.raises(FulmenError, match=r"broadcast\(\) on rank 0 of 2"):
+        trainer.strategy.broadcast(1)

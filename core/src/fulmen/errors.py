@@ -58,6 +58,11 @@ class RendezvousError(FulmenError, TimeoutError):
     the message names the missing ranks, the address and port, and what to check."""
 
 
+class HangError(FulmenError):
+    """A rank made no progress for ``FULMEN_HANG_TIMEOUT`` seconds; the hang doctor reported
+    where every rank waits and ended the job (see ``fulmen.hang``)."""
+
+
 class StageExit(Exception):
     """Not an error: raised from a callback hook to end the running stage at once, skipping
     the rest of it; the Trainer tears down as after a finished run and the stage returns None.

@@ -1,17 +1,30 @@
-"""The hang doctor: when a run stops making progress, every rank says where it waits.
+"""The hang doctor: when a run stops making progress, every rank says where it waits, and a
+multi-process job then ends with an error instead of waiting for the collective timeout.
 
-A daemon thread reads the run's progress counter every few seconds; the training loop itself does
-nothing extra per step. When the counter has not moved for ``threshold`` seconds
-(``FULMEN_HANG_TIMEOUT``, default 300), each rank logs its rank, host and pid, the collective it is
-in (found on the main thread's stack, with the shapes of its tensors) and the user's ``file:line``
-that issued it. With the rendezvous address known, each rank also posts its report to a store on
-``main_address:main_port + 1`` hosted by rank 0, and rank 0 logs a one-screen summary of who waits
-where, naming the ranks that sent nothing. Reports go to the ``fulmen.hang`` logger; nothing is
-stopped: the collective timeout still ends the run.
+A daemon thread reads the run's progress every few seconds; the training loop itself does
+nothing extra per step. It is armed when fulmen takes over a process (``Trainer.fit`` and the
+other stages, ``Lite``'s process setup) and covers every place a rank can wait for another:
+process-group creation, strategy setup, broadcasts, barriers, ``prepare_data``/``setup``, the
+first batch, the loops. Each of them runs inside a :func:`phase`, whose name the report carries.
+
+When progress has not moved for ``threshold`` seconds (``FULMEN_HANG_TIMEOUT``, default 300),
+each rank logs its rank, host and pid, the phase, the collective it is in (found on the main
+thread's stack, with the shapes of its tensors), the innermost frame outside torch and the
+standard library (``inside``: a plugin's line, or fulmen's) and the user's own ``file:line``.
+With the rendezvous address known, each rank also posts its report to a store on
+``main_address:main_port + 1`` hosted by rank 0, and rank 0 logs a one-screen summary of who
+waits where, naming the ranks that sent nothing.
+
+Then, in a job of several processes, each rank ends itself with :data:`EXIT_CODE` after
+logging ``fulmen.errors.HangError`` (the main thread, blocked inside a collective, cannot be
+interrupted; the process is ended from the doctor's thread). ``FULMEN_HANG_ACTION=report``
+keeps the older behaviour: report, and leave the ending to the collective timeout. A single
+process only reports (no other rank can be waiting for it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -21,7 +34,7 @@ import sysconfig
 import threading
 import time
 import traceback
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from types import FrameType
@@ -36,6 +49,66 @@ _LIBRARIES = tuple(dict.fromkeys(  # the standard library and installed packages
     [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")] + ["<"]))
 _BACKWARD_FILES = ("autograd" + os.sep + "__init__.py", "autograd" + os.sep + "graph.py",
                    "_tensor.py")
+
+
+#: the exit status of a rank the hang doctor ended
+EXIT_CODE = 86
+_SUMMARIZED = "fulmen/hang/summarized"
+_phase_lock = threading.Lock()
+_phase: dict[str, Any] = {"name": "process start", "changes": 0}
+
+
+@contextlib.contextmanager
+def phase(name: str) -> Iterator[None]:
+    """Run the block as the named phase (``"prepare_data"``, ``"barrier 'x'"``): reports say
+    it, and entering or leaving a phase counts as progress."""
+    with _phase_lock:
+        before = _phase["name"]
+        _phase["name"], _phase["changes"] = name, _phase["changes"] + 1
+    try:
+        yield
+    finally:
+        with _phase_lock:
+            _phase["name"], _phase["changes"] = before, _phase["changes"] + 1
+
+
+@contextlib.contextmanager
+def watching(name: str, strategy: Any) -> Iterator[None]:
+    """Run the block as phase ``name`` under a hang doctor of its own, when ``strategy`` runs
+    several processes (``Lite``: process setup, barriers, broadcasts; the Trainer watches its
+    whole run instead)."""
+    if strategy.world_size < 2:
+        yield
+        return
+    env = strategy.cluster_environment
+    doctor = HangDoctor(lambda: 0, rank=strategy.global_rank, world_size=strategy.world_size,
+                        address=env.main_address, port=env.main_port).start()
+    try:
+        with phase(name):
+            yield
+    finally:
+        doctor.stop()
+
+
+def current_phase() -> str:
+    """The innermost :func:`phase` the process is in."""
+    return str(_phase["name"])
+
+
+def phase_changes() -> int:
+    """How many times the phase changed in this process (progress, for the doctor)."""
+    return int(_phase["changes"])
+
+
+def action_from_env() -> str:
+    """``FULMEN_HANG_ACTION``: ``exit`` (default: report, then end the job) or ``report``."""
+    raw = os.environ.get("FULMEN_HANG_ACTION", "exit").strip().lower() or "exit"
+    if raw not in ("exit", "report"):
+        from fulmen.errors import ConfigurationError
+
+        raise ConfigurationError(f"FULMEN_HANG_ACTION={raw!r}: use 'exit' (report, then end "
+                                 "the job with an error) or 'report' (report only)")
+    return raw
 
 
 def threshold_from_env() -> float:
@@ -63,9 +136,12 @@ class HangDoctor:
 
     def __init__(self, progress: Callable[[], Hashable], *, rank: int = 0, world_size: int = 1,
                  threshold: float | None = None, address: str | None = None,
-                 port: int | None = None) -> None:
+                 port: int | None = None, action: str | None = None,
+                 describe_phase: Callable[[], str] = current_phase) -> None:
         self.progress, self.rank, self.world_size = progress, rank, world_size
         self.threshold = threshold_from_env() if threshold is None else threshold
+        self.action = action_from_env() if action is None else action
+        self.describe_phase = describe_phase
         self.address, self.port = address, port
         self.reports = 0
         self._main = threading.main_thread()
@@ -99,9 +175,12 @@ class HangDoctor:
 
     def _watch(self) -> None:
         interval = min(max(self.threshold / 4, 0.2), 5.0)
-        last, since, reported = self.progress(), time.monotonic(), False
+        def progress() -> Hashable:
+            return phase_changes(), self.progress()
+
+        last, since, reported = progress(), time.monotonic(), False
         while not self._stop.wait(interval):
-            now, current = time.monotonic(), self.progress()
+            now, current = time.monotonic(), progress()
             if current != last:
                 last, since, reported = current, now, False
             elif not reported and now - since >= self.threshold:
@@ -111,8 +190,14 @@ class HangDoctor:
     def _report(self, waited: float) -> None:
         frame = sys._current_frames().get(self._main.ident or -1)
         report = diagnose(frame, self.rank, waited)
+        report["phase"] = self.describe_phase()
         self.reports += 1
         log.error("%s", format_report(report))
+        self._share(report)
+        if self.action == "exit" and self.world_size > 1 and not self._stop.is_set():
+            self._end(report)
+
+    def _share(self, report: dict[str, Any]) -> None:
         store = self._connect()
         if store is None:
             return
@@ -121,9 +206,34 @@ class HangDoctor:
             if self.rank == 0:
                 time.sleep(min(self.threshold, 5.0))  # let the other ranks post theirs
                 log.error("%s", summarize(self._collect(store), self.world_size))
+                store.set(_SUMMARIZED, "1")
+            else:  # rank 0 hosts the store: stay until it has summed up (or gave up)
+                store.wait([_SUMMARIZED], timedelta(seconds=min(self.threshold, 5.0) + 30))
         except Exception as exc:  # the store is a help; losing it must not hide the report
             log.warning("hang doctor: could not share reports through %s:%s: %s",
                         self.address, (self.port or 0) + 1, exc)
+
+    def _end(self, report: dict[str, Any]) -> None:
+        """End this process: its main thread waits inside a collective (or a stalled call)
+        that nothing will interrupt before the collective timeout."""
+        from fulmen.errors import HangError
+
+        error = HangError(
+            f"rank {self.rank} of {self.world_size} made no progress for "
+            f"{report['waited_s']} s in phase {report['phase']!r}, at {report['inside']} "
+            f"(your code: {report['where']}); the hang doctor ended it with exit status "
+            f"{EXIT_CODE} rather than wait for the collective timeout. The report above says "
+            "where every rank waits. If this phase legitimately takes longer (a long "
+            "prepare_data download), raise FULMEN_HANG_TIMEOUT (now "
+            f"{self.threshold:g} s); FULMEN_HANG_ACTION=report only reports.")
+        log.error("%s.%s: %s", type(error).__module__, type(error).__name__, error)
+        for handler in [*log.handlers, *logging.getLogger().handlers]:
+            with contextlib.suppress(Exception):
+                handler.flush()
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(EXIT_CODE)
 
     def _connect(self) -> Any:
         if self._store is not None or self.address is None or self.port is None \
@@ -166,11 +276,28 @@ def diagnose(frame: FrameType | None, rank: int, waited: float) -> dict[str, Any
     library = _LIBRARIES + _fulmen_folders()
     user = next((s for s in reversed(stack) if not s.filename.startswith(library)),
                 stack[-1] if stack else None)
+    inside = next((s for s in reversed(stack) if _beyond_torch(s.filename)), user)
     return {"rank": rank, "host": socket.gethostname(), "pid": os.getpid(),
             "waited_s": round(waited, 1), "collective": collective, "shapes": shapes,
             "where": f"{user.filename}:{user.lineno}" if user else "unknown",
             "code": (user.line or "") if user else "",
+            "inside": (f"{inside.filename}:{inside.lineno} ({inside.name})" if inside
+                       else "unknown"),
             "stack": traceback.format_list(stack[-8:])}
+
+
+def _beyond_torch(filename: str) -> bool:
+    """A frame worth naming as where a rank is: not torch's, not the standard library's (a
+    plugin's, fulmen's or the user's)."""
+    paths = sysconfig.get_paths()
+    packages = (paths["purelib"], paths["platlib"])
+    torch = sys.modules.get("torch")
+    torch_folder = str(Path(torch.__file__).parent) + os.sep if torch and torch.__file__ else None
+    if torch_folder and filename.startswith(torch_folder):
+        return False
+    if filename.startswith(packages):
+        return True
+    return not filename.startswith((paths["stdlib"], paths["platstdlib"], "<"))
 
 
 def _fulmen_folders() -> tuple[str, ...]:
@@ -197,9 +324,13 @@ def _shapes(local_vars: dict[str, Any]) -> list[Any]:
 def format_report(report: dict[str, Any]) -> str:
     what = f"in {report['collective']}{report['shapes'] or ''}" if report["collective"] else \
         "outside any collective"
+    phase_name = report.get("phase")
+    during = f" during {phase_name}" if phase_name else ""
+    inside = report.get("inside")
+    deeper = f" (inside {inside})" if inside and not inside.startswith(report["where"]) else ""
     return (f"hang doctor: rank {report['rank']} ({report['host']}, pid {report['pid']}) has made "
-            f"no progress for {report['waited_s']} s, waiting {what} at {report['where']}: "
-            f"{report['code']}\n" + "".join(report["stack"]))
+            f"no progress for {report['waited_s']} s{during}, waiting {what} at "
+            f"{report['where']}: {report['code']}{deeper}\n" + "".join(report["stack"]))
 
 
 def summarize(reports: dict[int, dict[str, Any]], world_size: int) -> str:
@@ -210,7 +341,11 @@ def summarize(reports: dict[int, dict[str, Any]], world_size: int) -> str:
             lines.append(f"  rank {rank}: no report (dead, or still making progress)")
             continue
         what = r["collective"] or "no collective"
-        lines.append(f"  rank {rank} {r['host']} pid {r['pid']}: {what} at {r['where']}")
+        during = f" during {r['phase']}" if r.get("phase") else ""
+        inside = r.get("inside")
+        deeper = f" (inside {inside})" if inside and not inside.startswith(r["where"]) else ""
+        lines.append(f"  rank {rank} {r['host']} pid {r['pid']}: {what}{during} at "
+                     f"{r['where']}{deeper}")
     outside = [r for r in reports.values() if r["collective"] is None]
     if outside and len(outside) < len(reports):
         lines.append("  ranks outside a collective keep the others waiting: look at "

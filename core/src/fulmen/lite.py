@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from fulmen import arguments, compiling, quick_exit, storage
+from fulmen import arguments, compiling, hang, quick_exit, storage
 from fulmen.api.async_checkpoint_io import AsyncCheckpointIO
 from fulmen.api.logger import FAILED, INTERRUPTED, SUCCESS
 from fulmen.apply import apply_to_tensors
@@ -183,7 +183,9 @@ class Lite(SelectionReport):
 
     def _run_in_process(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         quick_exit.install()  # in a spawned rank too, where __init__ did not run
-        self.strategy.setup_environment()
+        with hang.watching(f"strategy setup ({self.strategy.name}.setup_environment: the "
+                           "process group)", self.strategy):
+            self.strategy.setup_environment()
         self._launched = True
         try:
             result = function(*args, **kwargs)
@@ -455,11 +457,14 @@ class Lite(SelectionReport):
 
     def broadcast(self, obj: Any, src: int = 0) -> Any:
         self._require_launched("broadcast")
-        return self.strategy.broadcast(obj, src)
+        with hang.watching(f"lite.broadcast(src={src})", self.strategy):
+            return self.strategy.broadcast(obj, src)
 
     def barrier(self, name: str | None = None) -> None:
         self._require_launched("barrier")
-        self.strategy.barrier(name)
+        with hang.watching(f"lite.barrier({name!r})" if name else "lite.barrier()",
+                           self.strategy):
+            self.strategy.barrier(name)
 
     def print(self, *args: Any, **kwargs: Any) -> None:
         """``print`` on global rank zero only."""

@@ -123,6 +123,7 @@ class ParallelStrategy(Strategy):
     def reduce(self, tensor: Any, reduce_op: str = "mean") -> Any:
         if not self.distributed:
             return tensor
+        self.require_process_group("reduce()")
         value, op = collectives.reduce_operand(tensor, reduce_op, self.root_device, _OPS)
         collectives.all_reduce(value, getattr(dist.ReduceOp, _OPS[op]))
         return value / self.world_size if op == "mean" else value
@@ -131,16 +132,33 @@ class ParallelStrategy(Strategy):
         tensor = torch.as_tensor(tensor, device=self.root_device)
         if not self.distributed:
             return tensor.unsqueeze(0)
+        self.require_process_group("all_gather()")
         return collectives.all_gather(tensor.contiguous(), self.world_size, sync_grads)
 
     def broadcast(self, obj: Any, src: int = 0) -> Any:
         if not self.distributed:
             return obj
+        self.require_process_group("broadcast()")
         return collectives.broadcast_object(obj, src)
 
     def barrier(self, name: str | None = None) -> None:
-        if self.distributed and dist.is_initialized():
+        if self.distributed:
+            self.require_process_group(f"barrier({name!r})" if name else "barrier()")
             collectives.barrier(name)
+
+    def require_process_group(self, what: str) -> None:
+        """Refuse a collective of several ranks when this process has no process group (a
+        subclass's ``setup_environment`` that skipped ``super().setup_environment()``): it
+        would otherwise do nothing, or wait for ranks that can never answer."""
+        if not dist.is_initialized():
+            from fulmen.errors import FulmenError
+
+            raise FulmenError(
+                f"{type(self).__name__}.{what} on rank {self.global_rank} of {self.world_size}:"
+                f" this process has no process group, so it cannot wait for or talk to the "
+                f"other ranks. setup_environment() creates it: a subclass that overrides "
+                f"setup_environment must call super().setup_environment() (strategy "
+                f"{self.name!r}, {type(self).__module__})")
 
     def reduce_boolean_decision(self, decision: bool, all: bool = True) -> bool:
         if not self.distributed:

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from fulmen import arguments, compiling, profilers, quick_exit
+from fulmen import arguments, compiling, hang, profilers, quick_exit
 from fulmen.api import RunConfig
 from fulmen.api.logger import FAILED, INTERRUPTED, SUCCESS, Logger
 from fulmen.callbacks.base import Callback
@@ -605,6 +605,27 @@ class Trainer(SelectionReport):
 
     def _run(self, stage: str, model: Module, datamodule: DataModule | None, ckpt_path: Any,
              weights_only: bool, loaders: dict[str, Any], *extra: Any) -> Any:
+        """One stage in this process, watched by the hang doctor from its first line: every
+        wait for another rank (process group, setup, broadcasts, barriers, prepare_data, the
+        first batch, the loops) is reported if it stalls, and a stalled job ends. A single
+        process (no other rank to wait for) is watched from its loops on."""
+        doctor = HangDoctor(self._progress_mark, rank=self.global_rank,
+                            world_size=self.world_size,
+                            address=self.cluster_environment.main_address,
+                            port=self.cluster_environment.main_port,
+                            describe_phase=self._hang_phase)
+        if self.world_size > 1:
+            doctor.start()
+        try:
+            with hang.phase(f"{stage} set-up"):
+                return self._run_stage(doctor, stage, model, datamodule, ckpt_path,
+                                       weights_only, loaders, *extra)
+        finally:
+            doctor.stop()
+
+    def _run_stage(self, doctor: HangDoctor, stage: str, model: Module,
+                   datamodule: DataModule | None, ckpt_path: Any, weights_only: bool,
+                   loaders: dict[str, Any], *extra: Any) -> Any:
         """One stage in this process: set-up, restore, loop, teardown."""
         quick_exit.install()  # in a spawned rank too, where __init__ did not run
         self.state, self.module, self.datamodule = stage, model, datamodule
@@ -617,33 +638,36 @@ class Trainer(SelectionReport):
         if datamodule is not None:
             datamodule.trainer = self
         hook_stage = {"validate": "validate"}.get(stage, stage)
-        self.strategy.setup_environment()
+        with hang.phase(f"strategy setup ({self.strategy.name}.setup_environment: the "
+                        "process group)"):
+            self.strategy.setup_environment()
         set_rank(self.global_rank)
-        for lg in self.loggers:  # every rank must agree on the run directory
-            lg.set_version(self.strategy.broadcast(lg.version))
+        doctor.rank, doctor.world_size = self.global_rank, self.world_size
+        with hang.phase("broadcast of the loggers' version"):
+            for lg in self.loggers:  # every rank must agree on the run directory
+                lg.set_version(self.strategy.broadcast(lg.version))
         callbacks_from_model = config.as_list(model.configure_callbacks(), Callback,
                                         "configure_callbacks()")
         self.callbacks = config.merge_callbacks(self.callbacks, callbacks_from_model)
         self._prepare_data()  # after configure_callbacks, as Lightning
         self.hooks = HookTable(self, model, self.callbacks, profiler=self._active_profiler())
         self.profiler.setup(stage, self.local_rank, self.log_dir)
-        doctor = HangDoctor(self._progress_mark, rank=self.global_rank,
-                            world_size=self.world_size,
-                            address=self.cluster_environment.main_address,
-                            port=self.cluster_environment.main_port)
         try:
-            if datamodule is not None:
-                datamodule.setup(hook_stage)
-            self.hooks("setup", hook_stage)
+            with hang.phase(f"setup('{hook_stage}')"):
+                if datamodule is not None:
+                    datamodule.setup(hook_stage)
+                self.hooks("setup", hook_stage)
             self.hooks.drop_unused(hook_stage)
             if type(model).configure_model is not Module.configure_model:
-                with self.strategy.module_init_context():
+                with hang.phase("configure_model"), self.strategy.module_init_context():
                     model.configure_model()
             self.strategy.sync_batchnorm = self.sync_batchnorm
             self.strategy.run_config = RunConfig(  # the flags a strategy may need (a contract)
                 "Trainer", self.accumulate_grad_batches, self.gradient_clip_val,
                 self.gradient_clip_algorithm or "norm")
-            self.strategy.setup_module(model)
+            with hang.phase(f"strategy setup ({self.strategy.name}.setup_module: wrapping "
+                            "the model, which may broadcast its parameters)"):
+                self.strategy.setup_module(model)
             if self.compile_options is not None and id(model) not in self._compiled:
                 # in place (keys keep their names), step methods too, as Lightning does
                 compiling.apply(model, self.compile_options, steps=True)
@@ -652,14 +676,16 @@ class Trainer(SelectionReport):
                 self.optimization.configure(model)
             if stage == "fit" and ckpt_path is None and self.cluster_environment.restart_count():
                 ckpt_path = save_restore.newest_agreed(self)  # the scheduler restarted this job
-            run.restore = save_restore.restore(self, stage, ckpt_path, weights_only)
+            with hang.phase("restoring the checkpoint"):
+                run.restore = save_restore.restore(self, stage, ckpt_path, weights_only)
             if stage == "fit" and self.enable_autolog_hparams:  # after restore: a resumed
                 self._log_hyperparams()  # run's loggers continue it (Lightning's order)
             if self.is_global_zero:
                 self._announce(stage, ckpt_path)
             preemption = Preemption(self) if stage == "fit" else contextlib.nullcontext()
-            doctor.start()  # watches the loops (set-up has its own timeouts)
-            with self._anomaly_context(), preemption as run.preemption:
+            doctor.start()  # (already watching in a job of several processes)
+            with hang.phase(f"{stage} loop"), self._anomaly_context(), \
+                    preemption as run.preemption:
                 result: Any = None
                 if stage == "fit":
                     loops.fit(self, loaders)
@@ -681,9 +707,8 @@ class Trainer(SelectionReport):
             self._teardown(hook_stage, failed=True, status=INTERRUPTED
                            if isinstance(exc, KeyboardInterrupt) else FAILED)
             raise
-        finally:
-            doctor.stop()
-        self._teardown(hook_stage, failed=False)
+        with hang.phase("teardown"):
+            self._teardown(hook_stage, failed=False)
         self.profiler.describe()
         return result
 
@@ -748,8 +773,11 @@ class Trainer(SelectionReport):
                 continue
             rank = self.local_rank if owner.prepare_data_per_node else self.global_rank
             if rank == 0:
-                owner.prepare_data()
-        self.strategy.barrier("prepare_data")
+                with hang.phase(f"prepare_data ({type(owner).__name__}.prepare_data)"):
+                    owner.prepare_data()
+        with hang.phase("barrier after prepare_data (the ranks that prepare data keep the "
+                        "others here)"):
+            self.strategy.barrier("prepare_data")
 
     def _teardown(self, stage: str, failed: bool, status: str | None = None) -> None:
         errors: list[BaseException] = []
@@ -771,9 +799,21 @@ class Trainer(SelectionReport):
 
     def _progress_mark(self) -> tuple[int, int]:
         """What the hang doctor watches: hook calls, and training batches started (the fit
-        loop calls no hook per batch when nothing overrides the batch hooks)."""
-        assert self.hooks is not None
-        return self.hooks.count(), self.run_state.progress.batches.started
+        loop calls no hook per batch when nothing overrides the batch hooks); phases (set-up,
+        barriers, ...) count on their own (``fulmen.hang.phase``)."""
+        calls = self.hooks.count() if self.hooks is not None else 0
+        return calls, self.run_state.progress.batches.started
+
+    def _hang_phase(self) -> str:
+        """The phase a hang report names: set-up steps by name; in the fit loop, which
+        training batch (none yet: the first batch is being loaded or run)."""
+        name = hang.current_phase()
+        if name == "fit loop":
+            started = self.run_state.progress.batches.started
+            return (f"fit loop, training batch {started}" if started else
+                    "fit loop, before the first training batch (loading it, or the sanity "
+                    "check)")
+        return name
 
     def _anomaly_context(self) -> Any:
         if self.detect_anomaly:
