@@ -262,8 +262,10 @@ def test_a_target_that_fails_to_import_is_a_plugin_error(fake_dists):
             yield StrategySpec(name="lazy_broken", target="nowhere_to_be_found.mod:Strategy")
         """})
     fake_dists.reload()
-    with pytest.raises(PluginError, match=r"strategy 'lazy_broken': cannot import its target "
-                       r"'nowhere_to_be_found.mod:Strategy': ModuleNotFoundError"):
+    with pytest.raises(PluginError, match=r"strategy='lazy_broken' is registered by plugin "
+                       r"'lazybroken' \(fulmen-lazybroken 1.0\), but its target "
+                       r"'nowhere_to_be_found.mod:Strategy' cannot be imported "
+                       r"\(ModuleNotFoundError"):
         fulmen.Trainer(strategy="lazy_broken")
 
 

@@ -82,6 +82,11 @@ def _as_list(value: Any, flag: str) -> list[Any]:
         return []
     items = list(value) if isinstance(value, list | tuple) else [value]
     for item in items:
+        if isinstance(item, type):
+            raise ConfigurationError(
+                f"Lite({flag}=...) got the class {item.__module__}.{item.__qualname__}, not an "
+                f"instance of it: pass an instance, {flag}=[{item.__name__}()] (with its "
+                "arguments)")
         if item is None or isinstance(item, int | float | str | bytes):
             raise ConfigurationError(f"Lite({flag}={value!r}): got {item!r}; {flag} takes "
                                      + ("objects with hook methods (on_train_start...)"
@@ -553,6 +558,15 @@ class Lite(SelectionReport):
         checkpoint = self.strategy.load_checkpoint(path, weights_only=weights_only)
         if state is None:
             return checkpoint
+        if not isinstance(checkpoint, dict):
+            what = (f"a bare tensor of shape {list(checkpoint.shape)}"
+                    if isinstance(checkpoint, torch.Tensor) else
+                    f"a {type(checkpoint).__name__}")
+            raise ConfigurationError(
+                f"lite.load({str(path)!r}, state): the file holds {what}, not a dictionary of "
+                f"named entries, so there is nothing to match the keys of state "
+                f"({sorted(state)}) with. Read it with lite.load({str(path)!r}) (no state), "
+                "or save a dictionary: lite.save(path, {'name': value, ...})")
         missing = [key for key in state if key not in checkpoint]
         if missing and strict:
             raise ConfigurationError(

@@ -493,12 +493,86 @@ def check_config_files(args: list[str]) -> str | None:
                     f"of {', '.join(TOP_LEVEL)}")
         problem = _unknown_key(path, "", content, TOP_LEVEL)
         trainer = content.get("trainer")
+        if problem is None and trainer is not None and not isinstance(trainer, dict):
+            problem = (f"config file {str(path)!r}: `trainer:` holds the "
+                       f"{type(trainer).__name__} {trainer!r}, but it must be a mapping of "
+                       "Trainer arguments, one per line below it (`trainer:` then "
+                       "`  max_epochs: 3`, `  accelerator: cpu`, ...); `fulmen fit "
+                       "--print_config` shows them all")
         if problem is None and isinstance(trainer, dict):
             accepted = tuple(inspect.signature(Trainer.__init__).parameters)[1:]
-            problem = _unknown_key(path, "trainer.", trainer, accepted)
+            problem = _unknown_key(path, "trainer.", trainer, accepted) or \
+                _check_callbacks(path, trainer.get("callbacks"))
         if problem:
             return problem
     return None
+
+
+def _check_callbacks(path: Path, callbacks: Any) -> str | None:
+    """Each ``trainer.callbacks`` entry given as ``class_path``/``init_args``: the class imports,
+    is a Callback, and takes each argument with a value of its type (jsonargparse's own check,
+    run on that class alone so that its answer names the argument, not the union of every
+    form ``callbacks`` accepts)."""
+    if callbacks is None:
+        return None
+    items = callbacks if isinstance(callbacks, list) else [callbacks]
+    for index, item in enumerate(items):
+        where = f"trainer.callbacks[{index}]" if isinstance(callbacks, list) else \
+            "trainer.callbacks"
+        init_args: Any
+        if isinstance(item, str):
+            class_path, init_args = item, {}
+        elif isinstance(item, dict) and isinstance(item.get("class_path"), str):
+            class_path, init_args = item["class_path"], item.get("init_args") or {}
+        else:
+            continue  # the other forms jsonargparse accepts: it reports them itself
+        prefix = f"config file {str(path)!r}: {where} ({class_path})"
+        if "." not in class_path:
+            continue  # a short name jsonargparse resolves among imported subclasses
+        if not isinstance(init_args, dict):
+            return (f"{prefix}: init_args holds a {type(init_args).__name__}, not a mapping of "
+                    "the callback's arguments")
+        module_name, _, attr = class_path.rpartition(".")
+        try:
+            import importlib
+
+            cls = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            return (f"{prefix}: class_path cannot be imported ({type(exc).__name__}: {exc}); "
+                    "give the full dotted path of the class, e.g. "
+                    "fulmen.callbacks.ModelCheckpoint")
+        if not (isinstance(cls, type) and issubclass(cls, Callback)):
+            return f"{prefix}: {class_path} is not a subclass of fulmen.Callback"
+        parameters = inspect.signature(cls.__init__).parameters
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+        accepted = tuple(n for n, p in parameters.items() if n != "self"
+                         and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
+        if not takes_any:
+            unknown = _unknown_key(path, f"{where}.init_args.", init_args, accepted)
+            if unknown:
+                return unknown.replace("accepted keys under",
+                                       f"{cls.__name__} takes, under")
+        parser = ArgumentParser(exit_on_error=False)
+        try:
+            parser.add_class_arguments(cls)
+            parser.parse_object(init_args)
+        except Exception as exc:
+            return f"{prefix}: {_argument_problem(str(exc), init_args)}"
+    return None
+
+
+def _argument_problem(text: str, given: dict[str, Any]) -> str:
+    """jsonargparse's error for one class's arguments as ``init_args.KEY: expected ...``."""
+    import re
+
+    found = re.search(r'[Kk]ey "([^"]+)":\s*(.*?)(?:\n|$)', text)
+    if found is None:
+        return text.strip().splitlines()[0]
+    key, why = found.group(1), found.group(2).strip()
+    expected = re.sub(r"<class '([\w.]+)'>", r"\1", why)
+    expected = re.sub(r"^Expected a ", "expected ", expected)
+    expected = re.sub(r"\. Got value: .*$", "", expected)
+    return f"init_args.{key}: {expected}, got {given.get(key)!r}"
 
 
 def _unknown_key(path: Path, prefix: str, content: dict[str, Any],

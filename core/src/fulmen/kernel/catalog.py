@@ -28,6 +28,32 @@ class Entry:
     def name(self) -> str:
         return str(self.record.name)
 
+    def load(self) -> type:
+        """The record's target class; a target that cannot be imported is a ``PluginError``
+        naming the plugin (entry point) and distribution that registered the name, and what
+        to do."""
+        try:
+            return self.record.load()
+        except PluginError as exc:
+            cause = exc.__cause__ if exc.__cause__ is not None else exc
+            dist = self.plugin.distribution
+            reinstall = (f"reinstall or upgrade {dist} (pip install --force-reinstall {dist}); "
+                         if dist else "")
+            raise PluginError(
+                f"{self.record.kind}={self.name!r} is registered by {self.plugin.describe()}, "
+                f"but its target {self.record.target_path!r} cannot be imported "
+                f"({type(cause).__name__}: {cause}). A dependency of the plugin is probably "
+                f"missing or broken: {reinstall}or disable the plugin with "
+                f"FULMEN_DISABLE_PLUGINS={self.plugin.name} and choose another "
+                f"{self.record.kind}.") from cause
+
+    def create(self, **overrides: Any) -> Any:
+        """The record's target constructed (:meth:`Spec.create`), import errors as in
+        :meth:`load`."""
+        if not self.record.missing():
+            self.load()
+        return self.record.create(**overrides)
+
 
 class Catalog:
     """Registered names per kind. A name or alias given by two plugins is a ``PluginError``."""

@@ -233,7 +233,7 @@ def compose(accelerator: Any = "auto", strategy: Any = "auto", devices: Any = "a
                            "is the 'local' plugin disabled?", environ=environ)
     env_entry, env = c.pick("environment", env_value, "plugins") if env_value else (None, None)
     if env is None and env_entry is not None:
-        env = env_entry.record.create()
+        env = env_entry.create()
 
     if accelerator == "auto":
         accelerator = c.auto("fulmen_detect_accelerator", "accelerator",
@@ -242,7 +242,7 @@ def compose(accelerator: Any = "auto", strategy: Any = "auto", devices: Any = "a
                                                                                            None)
     device_ids: list[int] = []
     if acc is None and acc_entry is not None:
-        acc = acc_entry.record.create()
+        acc = acc_entry.create()
     if acc is not None:
         acc_name = acc.name
         if not acc.is_available():
@@ -282,8 +282,8 @@ def compose(accelerator: Any = "auto", strategy: Any = "auto", devices: Any = "a
     c.raise_errors()
 
     assert acc is not None and env is not None  # every error above was raised
-    strat = strat or strat_entry.record.create()  # type: ignore[union-attr]
-    prec = prec or prec_entry.record.create()  # type: ignore[union-attr]
+    strat = strat or strat_entry.create()  # type: ignore[union-attr]
+    prec = prec or prec_entry.create()  # type: ignore[union-attr]
     strat.attach(accelerator=acc, precision=prec, cluster_environment=env,
                  parallel_devices=acc.get_parallel_devices(device_ids), num_nodes=num_nodes,
                  checkpoint_io=extra.get("checkpoint_io"))

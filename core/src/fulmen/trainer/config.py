@@ -118,6 +118,11 @@ def as_list(value: Any, kind: type, flag: str) -> list[Any]:
         return []
     items = list(value) if isinstance(value, list | tuple) else [value]
     for item in items:
+        if isinstance(item, type):
+            raise ConfigurationError(
+                f"{flag} got the class {item.__module__}.{item.__qualname__}, not an instance "
+                f"of it: pass an instance, {item.__name__}() (with its arguments), as in "
+                f"{flag.removesuffix('()')}=[{item.__name__}()]")
         if not isinstance(item, kind):
             raise ConfigurationError(f"{flag} got a {type(item).__name__}; it takes "
                                      f"{kind.__module__.split('.')[0]}.{kind.__name__} objects")

@@ -42,8 +42,24 @@ def get_rank() -> int | None:
     for key in RANK_VARIABLES:
         value = os.environ.get(key)
         if value is not None:
+            if not value.strip().isdigit():
+                from fulmen.errors import ConfigurationError
+
+                raise ConfigurationError(
+                    f"{key}={value!r} is not a rank: it must be a non-negative integer. A "
+                    f"launcher (torchrun, srun, mpirun) sets it for each process; fix or unset "
+                    f"{key} in the environment that starts this script")
             return int(value)
     return None
+
+
+def _rank_at_import() -> int:
+    """The rank while importing: a bad rank variable must not make ``import fulmen.Trainer``
+    fail; the cluster environment refuses it, naming it, when a Trainer or Lite is created."""
+    try:
+        return get_rank() or 0
+    except ValueError:
+        return 0
 
 
 @overload
@@ -67,7 +83,7 @@ def rank_zero_only(fn: Callable[P, T], default: T | None = None) -> Callable[P, 
     return wrapped
 
 
-rank_zero_only.rank = get_rank() or 0  # type: ignore[attr-defined]
+rank_zero_only.rank = _rank_at_import()  # type: ignore[attr-defined]
 
 
 @rank_zero_only
