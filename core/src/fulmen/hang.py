@@ -7,7 +7,9 @@ other stages, ``Lite``'s process setup) and covers every place a rank can wait f
 process-group creation, strategy setup, broadcasts, barriers, ``prepare_data``/``setup``, the
 first batch, the loops. Each of them runs inside a :func:`phase`, whose name the report carries.
 
-When progress has not moved for ``threshold`` seconds (``FULMEN_HANG_TIMEOUT``, default 300),
+Progress is the caller's counter, a change of phase, or the main thread working (using CPU
+while its stack changes); a thread that waits keeps its stack. When none has moved for
+``threshold`` seconds (``FULMEN_HANG_TIMEOUT``, default 300),
 each rank logs its rank, host and pid, the phase, the collective it is in (found on the main
 thread's stack, with the shapes of its tensors), the innermost frame outside torch and the
 standard library (``inside``: a plugin's line, or fulmen's) and the user's own ``file:line``.
@@ -55,21 +57,25 @@ _BACKWARD_FILES = ("autograd" + os.sep + "__init__.py", "autograd" + os.sep + "g
 EXIT_CODE = 86
 _SUMMARIZED = "fulmen/hang/summarized"
 _phase_lock = threading.Lock()
-_phase: dict[str, Any] = {"name": "process start", "changes": 0}
+_phase: dict[str, Any] = {"name": "process start", "changes": 0, "allow": 0.0}
 
 
 @contextlib.contextmanager
-def phase(name: str) -> Iterator[None]:
+def phase(name: str, allow: float = 0.0) -> Iterator[None]:
     """Run the block as the named phase (``"prepare_data"``, ``"barrier 'x'"``): reports say
-    it, and entering or leaving a phase counts as progress."""
+    it, and entering or leaving a phase counts as progress. ``allow``: seconds the block may
+    wait without being a hang, for a wait with a timeout of its own that says more (the
+    rendezvous names the ranks that never arrived); the doctor waits at least that long."""
     with _phase_lock:
-        before = _phase["name"]
-        _phase["name"], _phase["changes"] = name, _phase["changes"] + 1
+        before = (_phase["name"], _phase["allow"])
+        _phase["name"], _phase["allow"] = name, float(allow)
+        _phase["changes"] += 1
     try:
         yield
     finally:
         with _phase_lock:
-            _phase["name"], _phase["changes"] = before, _phase["changes"] + 1
+            _phase["name"], _phase["allow"] = before
+            _phase["changes"] += 1
 
 
 @contextlib.contextmanager
@@ -175,15 +181,17 @@ class HangDoctor:
 
     def _watch(self) -> None:
         interval = min(max(self.threshold / 4, 0.2), 5.0)
+        working = _Working(self._main)
+
         def progress() -> Hashable:
             return phase_changes(), self.progress()
 
         last, since, reported = progress(), time.monotonic(), False
         while not self._stop.wait(interval):
             now, current = time.monotonic(), progress()
-            if current != last:
+            if current != last or working.since_last(interval):
                 last, since, reported = current, now, False
-            elif not reported and now - since >= self.threshold:
+            elif not reported and now - since >= max(self.threshold, _phase["allow"]):
                 reported = True
                 self._report(now - since)
 
@@ -257,6 +265,46 @@ class HangDoctor:
             if store.check([key]):
                 out[rank] = json.loads(store.get(key))
         return out
+
+
+class _Working:
+    """Whether the main thread worked since the last look: it used CPU for at least a fifth of
+    the interval *and* its stack changed (imports, Python code running). A rank that waits
+    for another — in a collective, a barrier, a sleep, a spinning device sync — keeps its
+    stack, so only the counters tell its progress."""
+
+    def __init__(self, main: threading.Thread) -> None:
+        self._main = main
+        try:
+            self._clock: int | None = time.pthread_getcpuclockid(main.ident or 0)
+        except (AttributeError, OSError):  # not on this platform: counters only
+            self._clock = None
+        self._cpu = self._cpu_time()
+        self._stack = self._signature()
+
+    def _cpu_time(self) -> float:
+        if self._clock is None:
+            return 0.0
+        try:
+            return time.clock_gettime(self._clock)
+        except OSError:
+            return 0.0
+
+    def _signature(self) -> tuple[tuple[str, str, int], ...]:
+        frame = sys._current_frames().get(self._main.ident or -1)
+        out = []
+        while frame is not None:
+            out.append((frame.f_code.co_filename, frame.f_code.co_name, frame.f_lineno))
+            frame = frame.f_back
+        return tuple(out)
+
+    def since_last(self, interval: float) -> bool:
+        if self._clock is None:
+            return False
+        cpu, stack = self._cpu_time(), self._signature()
+        worked = cpu - self._cpu >= 0.2 * interval and stack != self._stack
+        self._cpu, self._stack = cpu, stack
+        return worked
 
 
 def diagnose(frame: FrameType | None, rank: int, waited: float) -> dict[str, Any]:

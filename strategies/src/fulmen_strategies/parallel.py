@@ -91,11 +91,17 @@ class ParallelStrategy(Strategy):
         if self.distributed and not dist.is_initialized():
             os.environ["MASTER_ADDR"] = env.main_address
             os.environ["MASTER_PORT"] = str(env.main_port)
-            store = rendezvous.join(
-                address=env.main_address, port=env.main_port, rank=self.global_rank,
-                world_size=self.world_size, attempt=env.restart_count(),
-                rendezvous_timeout=self.rendezvous_timeout, timeout=self.timeout,
-                owner=self.name)
+            from fulmen import hang
+
+            # The rendezvous has its own timeout, whose error names the ranks that never came.
+            with hang.phase(f"rendezvous of {self.world_size} processes at "
+                            f"{env.main_address}:{env.main_port}",
+                            allow=self.rendezvous_timeout.total_seconds() + 30):
+                store = rendezvous.join(
+                    address=env.main_address, port=env.main_port, rank=self.global_rank,
+                    world_size=self.world_size, attempt=env.restart_count(),
+                    rendezvous_timeout=self.rendezvous_timeout, timeout=self.timeout,
+                    owner=self.name)
             mark_finish_at_exit()  # a ddp child: its exit handler runs after _destroy_group's
             dist.init_process_group(self.backend, store=store, rank=self.global_rank,
                                     world_size=self.world_size, timeout=self.timeout)
