@@ -3,7 +3,10 @@ CLI reference, built from the installed code when the site is built, so they nev
 
 As an mkdocs hook (``hooks: [tools/docs_gen.py]`` in mkdocs.yml), ``on_page_markdown`` replaces
 each marker line ``<!-- fulmen:generate NAME -->`` in a page with the output of ``NAME``.
-Run directly to print one: ``.venv/bin/python tools/docs_gen.py support-table``.
+Run directly to print one: ``.venv/bin/python tools/docs_gen.py support-table``. The hook
+reference is also kept filled in in the repository (between its markers);
+``.venv/bin/python tools/docs_gen.py --write`` regenerates it after a hook changes, and
+``tests/docs`` fails while it is stale.
 """
 
 from __future__ import annotations
@@ -18,7 +21,11 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
-MARKER = re.compile(r"^<!-- fulmen:generate ([a-z-]+) -->$", re.M)
+MARKER = re.compile(r"^<!-- fulmen:generate ([a-z-]+) -->$"
+                    r"(?:\n(?:.*\n)*?<!-- fulmen:end \1 -->$)?", re.M)
+#: generated blocks kept in the repository too (``--write``), so a reader of the sources finds
+#: them filled in; a test compares them with what the code generates now
+COMMITTED = {"hook-reference": "docs/reference/hooks.md"}
 
 
 # --------------------------------------------------------------------------- hook reference
@@ -223,16 +230,37 @@ GENERATORS: dict[str, Callable[[], str]] = {
 }
 
 
-def expand(markdown: str) -> str:
-    """Replace every marker line with its generated Markdown (an unknown name is an error)."""
+def expand(markdown: str, keep_markers: bool = False) -> str:
+    """Replace every marker line (or marked block, ``<!-- fulmen:generate NAME -->`` ...
+    ``<!-- fulmen:end NAME -->``) with its generated Markdown (an unknown name is an error).
+    ``keep_markers``: keep the block's markers around it (what ``--write`` stores)."""
     def replace(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in GENERATORS:
             raise KeyError(f"unknown generator {name!r} in a docs marker; known: "
                            f"{sorted(GENERATORS)}")
-        return GENERATORS[name]()
+        text = GENERATORS[name]()
+        if keep_markers:
+            return f"<!-- fulmen:generate {name} -->\n{text}\n<!-- fulmen:end {name} -->"
+        return text
 
     return MARKER.sub(replace, markdown)
+
+
+def write(root: str = ".") -> list[str]:
+    """Regenerate the committed blocks (:data:`COMMITTED`) in place; returns the pages that
+    changed."""
+    changed = []
+    for page in sorted(set(COMMITTED.values())):
+        path = os.path.join(root, page)
+        with open(path, encoding="utf-8") as handle:
+            before = handle.read()
+        after = expand(before, keep_markers=True)
+        if after != before:
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(after)
+            changed.append(page)
+    return changed
 
 
 def on_page_markdown(markdown: str, **_: Any) -> str:
@@ -241,4 +269,8 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
 
 
 if __name__ == "__main__":
-    print(GENERATORS[sys.argv[1]]())
+    if sys.argv[1:] == ["--write"]:
+        for page in write(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))):
+            print(f"updated {page}")
+    else:
+        print(GENERATORS[sys.argv[1]]())

@@ -194,3 +194,18 @@ def test_generated_support_table_follows_the_records():
     assert "## `fulmen_default_strategy`" in expanded and "fulmen:generate" not in expanded
     with pytest.raises(KeyError, match="unknown generator"):
         docs_gen.expand("<!-- fulmen:generate nope -->")
+
+
+def test_the_committed_hook_reference_is_filled_in_and_current():
+    """docs/reference/hooks.md holds the generated reference between its markers (a reader of
+    the repository sees it, not a placeholder), and it matches the hook specs of today."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import docs_gen
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    page = (ROOT / "docs" / "reference" / "hooks.md").read_text()
+    assert "<!-- fulmen:end hook-reference -->" in page
+    assert all(f"## `{name}`" in page for name in hook_names())
+    assert docs_gen.expand(page, keep_markers=True) == page, (
+        "docs/reference/hooks.md is stale: run .venv/bin/python tools/docs_gen.py --write")
