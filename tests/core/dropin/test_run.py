@@ -139,11 +139,16 @@ def test_finder_in_process() -> None:
         finder.install()
         import lightning.pytorch as pl  # type: ignore[import-not-found]
         from lightning.pytorch.strategies import DDPStrategy  # type: ignore[import-not-found]
+        from lightning.pytorch.utilities.rank_zero import (  # type: ignore[import-not-found]
+            rank_zero_only,
+        )
 
         import fulmen
+        from fulmen.utilities import rank_zero_only as ours_rank_zero_only
         from fulmen_strategies import DDPStrategy as Ours
 
         assert pl.Trainer is fulmen.Trainer and DDPStrategy is Ours
+        assert rank_zero_only is ours_rank_zero_only  # from a module without __all__
         assert "LightningModule" in pl.__all__ and "Trainer" in dir(pl)
         with pytest.raises(LightningNameError, match=r"lightning\.pytorch\.Nope"):
             pl.Nope  # noqa: B018

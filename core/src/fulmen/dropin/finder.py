@@ -56,7 +56,7 @@ class AliasModule(types.ModuleType):
             return getattr(importlib.import_module(module), name)
         for source in module_map.sources:
             found = importlib.import_module(source)
-            if attr in getattr(found, "__all__", ()):
+            if attr in names.exports(found):
                 return getattr(found, attr)
         if attr.startswith("_"):
             raise AttributeError(f"module {self.__name__!r} has no attribute {attr!r}")
@@ -66,7 +66,7 @@ class AliasModule(types.ModuleType):
         module_map = self.__fulmen_map__
         found = set(module_map.names)
         for source in module_map.sources:
-            found.update(getattr(importlib.import_module(source), "__all__", ()))
+            found.update(names.exports(importlib.import_module(source)))
         return sorted(found)
 
     def __dir__(self) -> list[str]:

@@ -123,7 +123,7 @@ def resolve(lightning_module: str, name: str) -> tuple[str, str] | None:
         module, _, attr = target.partition(":")
         return module, attr
     for source in module_map.sources:
-        if name in getattr(importlib.import_module(source), "__all__", ()):
+        if name in names.exports(importlib.import_module(source)):
             return source, name
     return None
 

@@ -19,6 +19,7 @@ but the standard library, so ``fulmen run`` installs the hook without importing 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import ModuleType
 
 ROOTS = ("lightning", "pytorch_lightning", "lightning_fabric")
 #: The Lightning release whose behaviour fulmen follows; what ``lightning.__version__`` says.
@@ -157,3 +158,13 @@ def counterparts(fullname: str) -> list[str]:
                   "lightning_fabric": "lightning.fabric"}[root]
         here = [root + m[len(prefix):] for m in here if m.startswith(prefix)]
     return here
+
+
+def exports(module: ModuleType) -> list[str]:
+    """The names a source module serves: its ``__all__``, else the public functions and classes
+    it defines itself (not what it imported)."""
+    declared = getattr(module, "__all__", None)
+    if declared is not None:
+        return list(declared)
+    return [name for name, value in vars(module).items() if not name.startswith("_")
+            and getattr(value, "__module__", None) == module.__name__]
