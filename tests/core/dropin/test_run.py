@@ -149,6 +149,12 @@ def test_finder_in_process() -> None:
 
         assert pl.Trainer is fulmen.Trainer and DDPStrategy is Ours
         assert rank_zero_only is ours_rank_zero_only  # from a module without __all__
+        from lightning.pytorch import cli_lightning_logo  # type: ignore[import-not-found]
+        from lightning.pytorch.utilities.imports import (  # type: ignore[import-not-found]
+            _RICH_AVAILABLE,
+        )
+
+        assert bool(_RICH_AVAILABLE) and callable(cli_lightning_logo)
         assert "LightningModule" in pl.__all__ and "Trainer" in dir(pl)
         with pytest.raises(LightningNameError, match=r"lightning\.pytorch\.Nope"):
             pl.Nope  # noqa: B018

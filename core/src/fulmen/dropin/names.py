@@ -58,7 +58,8 @@ _TYPES = ("fulmen.utilities.types",)
 MODULES: dict[str, ModuleMap] = {
     "lightning": ModuleMap(names={**_TOP, "Fabric": "fulmen.lite:Fabric"}),
     # ------------------------------------------------------------------ lightning.pytorch
-    "lightning.pytorch": ModuleMap(names=_TOP),
+    "lightning.pytorch": ModuleMap(
+        names={**_TOP, "cli_lightning_logo": "fulmen.dropin.extras:cli_lightning_logo"}),
     "lightning.pytorch.core": ModuleMap(names=_CORE, lenient=True),
     "lightning.pytorch.trainer": ModuleMap(names={"Trainer": "fulmen.trainer:Trainer"},
                                            lenient=True),
@@ -91,6 +92,7 @@ MODULES: dict[str, ModuleMap] = {
     "lightning.pytorch.utilities.rank_zero": ModuleMap(("fulmen.utilities.rank_zero",)),
     "lightning.pytorch.utilities.seed": ModuleMap(names=_SEED),
     "lightning.pytorch.utilities.types": ModuleMap(_TYPES),
+    "lightning.pytorch.utilities.imports": ModuleMap(("fulmen.dropin.extras",)),
     "lightning.pytorch.utilities.model_helpers": ModuleMap(names=_UTILITIES),
     "lightning.pytorch.utilities.exceptions": ModuleMap(names=_UTILITIES),
     "lightning.pytorch.utilities.model_summary": ModuleMap(("fulmen.utilities.model_summary",),
