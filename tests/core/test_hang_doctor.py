@@ -208,3 +208,43 @@ def test_a_barrier_of_several_ranks_without_a_process_group_is_an_error() -> Non
         trainer.strategy.barrier("x")
     with pytest.raises(FulmenError, match=r"broadcast\(\) on rank 0 of 2"):
         trainer.strategy.broadcast(1)
+
+
+LITE_BARRIER = """
+import time
+import torch
+import fulmen
+
+torch.set_num_threads(1)
+
+
+def run(lite):
+    if lite.global_rank == 0:
+        lite.barrier("only rank 0")  # rank 0 waits here
+    else:
+        time.sleep(600)  # rank 1 never comes
+
+
+fulmen.Lite(accelerator="cpu", devices=2, strategy="ddp").launch(run)
+print("finished")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+def test_lite_a_barrier_one_rank_never_enters_is_reported_and_ends_the_job(tmp_path: Path):
+    from processes import clean_environment
+
+    from fulmen.hang import EXIT_CODE
+
+    script = tmp_path / "lite_barrier.py"
+    script.write_text(LITE_BARRIER)
+    env = {**clean_environment([]), "OMP_NUM_THREADS": "1", "FULMEN_HANG_TIMEOUT": "5",
+           "MASTER_PORT": str(free_port_pair())}
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=tmp_path, start_new_session=True)
+    assert done.returncode == EXIT_CODE, done.stderr[-3000:]
+    assert time.monotonic() - start < 5 + 60
+    assert "rank 0 (" in done.stderr and "during lite.barrier('only rank 0')" in done.stderr
+    assert "rank 1: no report" in done.stderr, done.stderr[-3000:]

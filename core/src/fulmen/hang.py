@@ -215,8 +215,9 @@ class HangDoctor:
                 time.sleep(min(self.threshold, 5.0))  # let the other ranks post theirs
                 log.error("%s", summarize(self._collect(store), self.world_size))
                 store.set(_SUMMARIZED, "1")
-            else:  # rank 0 hosts the store: stay until it has summed up (or gave up)
+            else:  # rank 0 hosts the store: stay until it has summed up (or gave up),
                 store.wait([_SUMMARIZED], timedelta(seconds=min(self.threshold, 5.0) + 30))
+                time.sleep(2.0)  # and let it end first: its exit status is the job's
         except Exception as exc:  # the store is a help; losing it must not hide the report
             log.warning("hang doctor: could not share reports through %s:%s: %s",
                         self.address, (self.port or 0) + 1, exc)
