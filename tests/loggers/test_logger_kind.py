@@ -212,6 +212,7 @@ def test_a_failing_tracker_is_reported_once_and_training_goes_on(tmp_path):
         messages[0] and "training goes on" in messages[0]
     assert trainer.global_step == 4
     assert len(broken.named("log_metrics")) == 1 and broken.named("finalize") == []
+    assert trainer.logger_set.dropped == 4  # 3 more steps and finalize, not made
     assert len(healthy.named("log_metrics")) == 4 and healthy.named("finalize") == ["success"]
 
 

@@ -39,7 +39,7 @@ class LoggerSet:
         self._rank = rank
         self.buffered = buffered  # False (Lite): each call goes out at once
         self.failures: dict[int, str] = {}  # id(logger) -> what failed first
-        self.dropped = 0  # calls not made because their logger had failed
+        self.dropped = 0  # calls not made because their logger had failed (reported once)
         self._pending: dict[str, float] = {}
         self._pending_step: int | None = None
         self._pending_train = False
