@@ -297,3 +297,25 @@ def test_lightning_scripts_with_the_trackers_run_through_fulmen_run(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     for name in ("WandbLogger", "MLFlowLogger", "CometLogger"):
         assert f"{name} [0, 1, 2]" in done.stdout, done.stdout[-3000:]
+
+
+@pytest.mark.slow
+def test_wandb_under_ddp_spawn_makes_one_run_the_main_process_knows(tmp_path):
+    """Spawned workers: rank 0 makes the run; the caller's logger learns its id (and a later
+    stage in the main process continues it)."""
+    from fulmen_wandb.run_files import read_run
+
+    from fulmen.loggers import WandbLogger
+
+    logger = WandbLogger(save_dir=str(tmp_path), offline=True, project="spawn")
+    trainer = fulmen.Trainer(accelerator="cpu", devices=2, strategy="ddp_spawn", logger=logger,
+                             max_steps=4, log_every_n_steps=1, enable_progress_bar=False,
+                             enable_model_summary=False, enable_checkpointing=False,
+                             num_sanity_val_steps=0, default_root_dir=str(tmp_path))
+    trainer.fit(module())
+    assert logger.version is not None
+    logger.log_metrics({"after": 1.0}, step=4)  # the caller continues the same run
+    logger.finalize("success")
+    assert logger.read_run() is not None
+    runs = read_run(tmp_path / "wandb")
+    assert list(runs) == [logger.version]

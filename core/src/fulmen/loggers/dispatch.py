@@ -149,14 +149,16 @@ class LoggerSet:
                             for lg in self.loggers],
                 "last_steps": dict(self.last_steps), "hparams_logged": self.hparams_logged}
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: Mapping[str, Any], ask_trackers: bool = True) -> None:
         """Continue the runs ``state`` names (a logger of another class at that position, as
-        when the user changed loggers, starts its own run)."""
+        when the user changed loggers, starts its own run). ``ask_trackers``: also ask each
+        logger which steps its tracker holds past the checkpoint (a resume); False when the
+        state comes from this job's own spawned rank zero."""
         saved = list(state.get("loggers", []))
         for logger, entry in zip(self.loggers, saved):
             if entry.get("class") == type(logger).__qualname__:
                 logger.load_state_dict(entry.get("state", {}))
-                if self._rank() == 0:  # what the tracker holds past the checkpoint
+                if ask_trackers and self._rank() == 0:  # what the tracker holds past it
                     self._call(logger, "logged_steps", functools.partial(self._floor, logger))
         self.last_steps.update(state.get("last_steps", {}))
         self.hparams_logged = int(state.get("hparams_logged", 0))

@@ -736,6 +736,7 @@ class Trainer(SelectionReport):
             **self.metrics.worker_state(),
             "global_step": self.global_step, "current_epoch": self.current_epoch,
             "checkpoint": cb.state_dict() if cb is not None else None,
+            "loggers": self.logger_set.state_dict(),  # the runs rank 0 made, for later stages
         }
 
     def load_worker_state(self, state: dict[str, Any]) -> None:
@@ -743,6 +744,7 @@ class Trainer(SelectionReport):
             self.module.load_state_dict(state["weights"])
         self.metrics.load_worker_state(state)
         self.global_step, self.current_epoch = state["global_step"], state["current_epoch"]
+        self.logger_set.load_state_dict(state.get("loggers", {}), ask_trackers=False)
         cb = self.checkpoint_callback
         if cb is not None and state["checkpoint"] is not None:
             cb.load_state_dict(state["checkpoint"])
