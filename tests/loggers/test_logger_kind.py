@@ -91,7 +91,7 @@ def test_unknown_and_unavailable_names_say_what_would_work(monkeypatch):
     with pytest.raises(ConfigurationError, match=r"logger='wanbd' is not a registered logger "
                        r"name. Did you mean 'wandb'\? Available loggers: .*'mlflow'"):
         fulmen.Trainer(logger="wanbd", **FLAGS)
-    with pytest.raises(ConfigurationError, match=r"logger=3 \(int\): use True, False, a "):
+    with pytest.raises(ConfigurationError, match=r"logger=3 \(int\); use True, False, a "):
         fulmen.Trainer(logger=3, **FLAGS)
     with pytest.raises(ConfigurationError, match=r"'csv'.*\{'bad': 1\}.*unexpected keyword"):
         fulmen.Trainer(logger={"class_path": "csv", "init_args": {"bad": 1}}, **FLAGS)

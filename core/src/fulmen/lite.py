@@ -76,8 +76,9 @@ def _apply_filter(state: dict[str, Any], filter: Any) -> dict[str, Any]:
 
 
 def _as_list(value: Any, flag: str) -> list[Any]:
-    """``callbacks``/``loggers`` as a list; a number or text in it is a mistake, not an object
-    whose hooks would be skipped silently."""
+    """``callbacks`` as a list; a number or text in it is a mistake, not an object whose hooks
+    would be skipped silently (``loggers`` are resolved by :func:`fulmen.loggers.resolve_loggers`:
+    names are registered loggers there)."""
     if value is None:
         return []
     items = list(value) if isinstance(value, list | tuple) else [value]
@@ -89,9 +90,8 @@ def _as_list(value: Any, flag: str) -> list[Any]:
                 "arguments)")
         if item is None or isinstance(item, int | float | str | bytes):
             raise ConfigurationError(f"Lite({flag}={value!r}): got {item!r}; {flag} takes "
-                                     + ("objects with hook methods (on_train_start...)"
-                                        if flag == "callbacks" else "fulmen.loggers Logger "
-                                        "instances") + ", or a list of them")
+                                     "objects with hook methods (on_train_start...), or a list "
+                                     "of them")
     return items
 
 

@@ -49,7 +49,7 @@ TRAINER_CASES = [
     ({"precision": None}, "precision=None: expected a registered precision name"),
     ({"plugins": ["nope"]}, "no active plugin registers an environment or a precision named"),
     ({"plugins": 5}, "got 5 of type int, which fulmen does not know"),
-    ({"logger": 5}, "Trainer(logger=...) got a int"),
+    ({"logger": 5}, "logger=5 (int); use True, False, a registered logger name"),
     ({"callbacks": "x"}, "callbacks got a str; it takes fulmen.Callback objects"),
     ({"max_epochs": "3"}, "max_epochs='3'): expected an int >= 0, -1 for no limit"),
     ({"min_epochs": -1}, "min_epochs=-1): expected an int >= 0 or None"),
@@ -115,7 +115,7 @@ LITE_CASES = [
     ({"precision": "17"}, "precision='17' is not a registered precision name"),
     ({"plugins": ["nope"]}, "no active plugin registers an environment or a precision named"),
     ({"callbacks": 5}, "Lite(callbacks=5): got 5; callbacks takes objects with hook methods"),
-    ({"loggers": [None]}, "Lite(loggers=[None]): got None; loggers takes fulmen.loggers Logger"),
+    ({"loggers": [None]}, "loggers=[None]: the entry None (NoneType) is not a logger; use True, "),
     ({"gpus": 1}, "Lite(gpus=1) was read as accelerator='gpu', devices=1: "),
     ({"tpu_cores": 8}, "Lite(tpu_cores=8) was read as accelerator='tpu', devices=8: "),
 ]

@@ -142,7 +142,7 @@ def test_iterable_datasets_without_length():
     ({"max_time": "1 hour"}, r"max_time='1 hour'\): use 'DD:HH:MM:SS'"),
     ({"callbacks": [object()]}, r"callbacks got a object; it takes fulmen.Callback objects"),
     ({"logger": "tbx"}, r"logger='tbx' is not a registered logger name. Did you mean"),
-    ({"logger": 1.5}, r"logger=1.5 \(float\): use True, False, a registered logger name"),
+    ({"logger": 1.5}, r"logger=1.5 \(float\); use True, False, a registered logger name"),
     ({"fast_dev_run": -1}, r"fast_dev_run=-1"),
 ])
 def test_bad_flags(flags, message):

@@ -66,8 +66,10 @@ def resolve_loggers(logger: Any, root: str, argument: str = "logger") -> list[Lo
         elif isinstance(item, Mapping) and "class_path" in item:
             out.append(by_class_path(item, root, argument))
         else:
+            given = f"{argument}={item!r} ({type(item).__name__})" if item is logger else \
+                f"{argument}={logger!r}: the entry {item!r} ({type(item).__name__}) is not a logger"
             raise ConfigurationError(
-                f"{argument}={item!r} ({type(item).__name__}): use True, False, a "
+                f"{given}; use True, False, a "
                 "registered logger name (see `fulmen plugins`), a fulmen.loggers.Logger, a "
                 "{'class_path': ..., 'init_args': {...}} mapping, or a list of these")
     return out
