@@ -100,6 +100,22 @@ def test_the_five_loggers_pass_the_kit():
     assert not [r for r in report.results if r.status == "skip"]
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["csv", "tensorboard", "wandb", "mlflow", "comet"])
+def test_each_logger_by_name_under_ddp_makes_one_run(tmp_path, name, monkeypatch):
+    """``Trainer(logger=NAME, strategy="ddp", devices=2)``: one run, each step once, the
+    hyper-parameters, read back by the logger (W&B and Comet offline through their own
+    settings, MLflow in <default_root_dir>/mlruns)."""
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("COMET_START_ONLINE", "false")
+    run_script(name, str(tmp_path), "--by-name")
+    first, second = ranks(tmp_path)
+    assert first["runs"] == 1 and first["steps"] == list(range(6)), first
+    assert {"lr", "loss_fn"} <= {p.split("/")[0] for p in first["params"]}, first["params"]
+    assert first["status"] in (None, "success")
+    assert second["version"] in (None, first["version"])
+
+
 # ------------------------------------------------------------------ W&B
 
 

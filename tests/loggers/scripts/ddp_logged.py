@@ -1,7 +1,9 @@
 """Train under ddp (2 processes, gloo) with one tracker; optionally resume from a checkpoint.
 
-``python ddp_logged.py LOGGER OUT [--tracking-uri URI] [--resume CKPT] [--steps N]``. Each rank
-writes ``OUT/rank<N>.json`` with what its logger says (version) so the test can compare.
+``python ddp_logged.py LOGGER OUT [--tracking-uri URI] [--resume CKPT] [--steps N] [--by-name]``.
+Each rank writes ``OUT/rank<N>.json`` with what its logger says (version) so the test can
+compare; with ``--by-name`` the Trainer gets the registered name (``logger="wandb"``) and rank 0
+adds the run as the logger reads it back.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import argparse
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -38,9 +41,11 @@ def main() -> None:
     parser.add_argument("--tracking-uri")
     parser.add_argument("--resume")
     parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--by-name", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    logger = make_logger(args.logger, args.out, args.tracking_uri)
+    logger: Any = args.logger if args.by_name else make_logger(args.logger, args.out,
+                                                               args.tracking_uri)
     trainer = fulmen.Trainer(accelerator="cpu", devices=2, strategy="ddp", logger=logger,
                              max_steps=args.steps, log_every_n_steps=1,
                              enable_progress_bar=False, enable_model_summary=False,
@@ -48,9 +53,14 @@ def main() -> None:
                              default_root_dir=str(args.out))
     trainer.fit(module(), ckpt_path=args.resume, weights_only=False)
     trainer.save_checkpoint(args.out / f"after-{args.steps}.ckpt")
-    rank = trainer.global_rank
-    (args.out / f"rank{rank}.json").write_text(json.dumps(
-        {"version": logger.version, "pid": os.getpid(), "world_size": trainer.world_size}))
+    rank, logger = trainer.global_rank, trainer.logger
+    facts: dict[str, Any] = {"version": logger.version, "pid": os.getpid(),
+                             "world_size": trainer.world_size}
+    if args.by_name and rank == 0:
+        run = logger.read_run()
+        facts.update(runs=run.runs, params=sorted(run.params),
+                     steps=[s for s, _ in run.metrics["train_loss"]], status=run.status)
+    (args.out / f"rank{rank}.json").write_text(json.dumps(facts))
 
 
 if __name__ == "__main__":
