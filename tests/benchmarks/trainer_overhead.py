@@ -78,8 +78,8 @@ def plain(loader: DataLoader) -> float:
 
 def plain_closure(loader: DataLoader) -> float:
     """The plain loop written to Lightning's protocol: the forward, zero_grad and backward run
-    in a closure that ``optimizer.step(closure)`` calls (the Trainer runs the closure itself and
-    then ``optimizer.step()`` for torch's own optimizers: ``fulmen.direct.closure_first``)."""
+    in a closure that ``optimizer.step(closure)`` calls, as the Trainer steps every optimizer
+    (``fulmen.trainer.step.AutomaticStep``)."""
     model = make_net()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     window, step = Window(), 0

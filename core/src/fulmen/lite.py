@@ -22,7 +22,6 @@ from fulmen import arguments, compiling, hang, quick_exit, storage
 from fulmen.api.async_checkpoint_io import AsyncCheckpointIO
 from fulmen.api.logger import FAILED, INTERRUPTED, SUCCESS
 from fulmen.apply import apply_to_tensors
-from fulmen.direct import direct_backward
 from fulmen.errors import ConfigurationError, FulmenError
 from fulmen.kernel.connector import SelectionReport, select
 from fulmen.kernel.legacy import translate_flag
@@ -130,7 +129,7 @@ class Lite(SelectionReport):
             rank=functools.partial(_global_rank, self), buffered=False)
         self._log_step = 0  # the step of a metric logged without one
         self._launched = False
-        self._backward: Callable[..., None] | None = None  # strategy.backward, or what it calls
+        self._backward: Callable[..., None] | None = None  # strategy.backward, once set up
         #: the strategy's background writer when it has one (a failed save stops ``backward``)
         self._background: AsyncCheckpointIO | None = None
 
@@ -310,7 +309,7 @@ class Lite(SelectionReport):
             module = strategy.precision.convert_module(module)
             strategy.module, strategy.model = module, strategy.wrap_module(module)
             forward = strategy.model
-        self._backward = direct_backward(strategy)
+        self._backward = strategy.backward
         self._writer(False)  # notes a background writer the strategy came with
         if settings is not None:
             forward = torch.compile(forward, **settings)  # type: ignore[assignment]

@@ -8,7 +8,21 @@ from typing import Any
 import torch
 
 from fulmen.api.strategy import Strategy
-from fulmen.direct import plain_forward, plain_optimizer_step, plain_step
+
+
+def plain_forward(strategy: Strategy) -> bool:
+    """Whether the precision does nothing to a forward's inputs, outputs or context (its
+    ``convert_input``, ``convert_output`` and ``forward_context`` are the base class's)."""
+    from fulmen.api.precision import Precision
+
+    precision = type(strategy.precision)
+    return all(getattr(precision, name) is getattr(Precision, name)
+               for name in ("convert_input", "convert_output", "forward_context"))
+
+
+def plain_step(strategy: Strategy) -> bool:
+    """Whether ``strategy.step`` is the base class's (it customises no forward)."""
+    return type(strategy).step is Strategy.step
 
 
 class LiteModule(torch.nn.Module):
@@ -148,7 +162,6 @@ class LiteOptimizer:
         self.__class__ = _optimizer_class(type(optimizer))
         self._optimizer = optimizer
         self._strategy = strategy
-        self._plain_step = plain_optimizer_step(strategy)
         self.__dict__["zero_grad"] = optimizer.zero_grad  # the optimizer's own, called directly
 
     @property
@@ -190,8 +203,6 @@ class LiteOptimizer:
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """The update through the strategy and precision (which may scale, skip or run it)."""
-        if closure is None and self._plain_step:
-            return self._optimizer.step()  # what the strategy would call, one frame less
         return self._strategy.optimizer_step(self._optimizer, closure)
 
 

@@ -30,15 +30,6 @@ if TYPE_CHECKING:
 STEP_METHODS = ("training_step", "validation_step", "test_step", "predict_step")
 
 
-def _base_forward_context() -> Any:
-    from fulmen.api.precision import Precision
-
-    return Precision.forward_context
-
-
-_BASE_FORWARD_CONTEXT = _base_forward_context()
-
-
 class Strategy(Named, ABC):
     """Base of every strategy; single-process behaviour lives in ``SingleDeviceStrategy``."""
 
@@ -237,24 +228,12 @@ class Strategy(Named, ABC):
         assert module is not None, "setup_module() first"
         call = self.model if method == "forward" else getattr(module, method)
         assert call is not None
-        if type(self.precision).forward_context is _BASE_FORWARD_CONTEXT:  # nothing to enter
-            return call(*args, **kwargs)
         with self.precision.forward_context():
             return call(*args, **kwargs)
 
     def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
         """Backward through the precision (loss scaling)."""
         self.precision.backward(loss, *args, **kwargs)
-
-    def plain_backward_outside_step(self) -> bool:
-        """Whether :meth:`backward`, called outside :meth:`step` (automatic optimization's
-        closure, a Lite loop), does only what this base class's does: the precision's
-        ``backward``. The loops then call that (or ``Tensor.backward``) directly, a Python
-        frame or more less per batch. Default: whether the class keeps this ``backward``. A
-        strategy whose override adds something only while ``step`` runs (DDP and FSDP: a
-        manual-optimization backward inside the forward) returns True for its own override,
-        and False for a subclass that overrides ``backward`` again."""
-        return type(self).backward is Strategy.backward
 
     def optimizer_step(self, optimizer: Any, closure: Callable[[], Any] | None = None,
                        after_closure: Callable[[], None] | None = None) -> Any:

@@ -1,32 +1,153 @@
-"""The Trainer's configuration checks: every constructor argument is validated here (with
-:mod:`fulmen.arguments`) before anything starts, and the default callbacks are chosen. Errors echo
-the value, say why it cannot work and name what would."""
+"""The Trainer's configuration: every constructor argument that is not a plugin choice is
+checked here, once, before anything starts (:meth:`TrainerConfig.check`, with the generic checks
+of :mod:`fulmen.arguments`), and the default callbacks are chosen. Errors echo the value, say
+why it cannot work and name what would."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fulmen import storage
+from fulmen import arguments, compiling, storage
 from fulmen.callbacks.base import Callback
+from fulmen.datamodule import DataModule
 from fulmen.errors import ConfigurationError
+from fulmen.kernel.legacy import translate_flag
+from fulmen.module import Module
+from fulmen.trainer.data import check_limit
+from fulmen.trainer.legacy_hooks import refuse_legacy_hooks
+
+if TYPE_CHECKING:
+    from fulmen.trainer.trainer import Trainer
 
 
-def check_clipping(gradient_clip_val: Any, gradient_clip_algorithm: Any) -> None:
+@dataclass(frozen=True)
+class TrainerConfig:
+    """The Trainer's run flags, checked, with what ``fast_dev_run`` and ``overfit_batches``
+    imply applied (the Trainer takes each as an attribute of its own name)."""
+
+    max_epochs: int
+    min_epochs: int
+    max_steps: int
+    min_steps: int
+    max_time: float | None
+    limit_train_batches: int | float | None
+    limit_val_batches: int | float | None
+    limit_test_batches: int | float | None
+    limit_predict_batches: int | float | None
+    overfit_batches: int | float
+    fast_dev_run: int
+    val_check_interval: int | float | None
+    check_val_every_n_epoch: int | None
+    num_sanity_val_steps: int
+    accumulate_grad_batches: int
+    gradient_clip_val: int | float | None
+    gradient_clip_algorithm: str | None
+    deterministic: bool | str | None
+    benchmark: bool | None
+    detect_anomaly: bool
+    log_every_n_steps: int
+    enable_checkpointing: bool
+    enable_progress_bar: bool
+    enable_model_summary: bool
+    logger: Any
+    use_distributed_sampler: bool
+    sync_batchnorm: bool
+    inference_mode: bool
+    enable_autolog_hparams: bool
+    suggest_integrations: bool
+
+    @classmethod
+    def check(cls, *, max_epochs: int | None, min_epochs: int | None, max_steps: int,
+              min_steps: int | None, max_time: Any, limit_train_batches: Any,
+              limit_val_batches: Any, limit_test_batches: Any, limit_predict_batches: Any,
+              overfit_batches: Any, fast_dev_run: Any, val_check_interval: Any,
+              check_val_every_n_epoch: int | None, num_sanity_val_steps: int,
+              accumulate_grad_batches: int, gradient_clip_val: Any,
+              gradient_clip_algorithm: Any, deterministic: Any, benchmark: Any,
+              detect_anomaly: Any, log_every_n_steps: int, enable_checkpointing: Any,
+              enable_progress_bar: Any, enable_model_summary: Any, logger: Any,
+              use_distributed_sampler: Any, replace_sampler_ddp: Any, sync_batchnorm: Any,
+              inference_mode: Any, enable_autolog_hparams: Any, suggest_integrations: Any,
+              default_root_dir: Any, barebones: Any, reload_dataloaders_every_n_epochs: Any,
+              model_registry: Any) -> TrainerConfig:
+        """Check every flag; raise a :class:`~fulmen.errors.ConfigurationError` for the first
+        that cannot work."""
+        arguments.check_bool("Trainer", {
+            "benchmark": benchmark, "deterministic": deterministic, "detect_anomaly":
+            detect_anomaly, "sync_batchnorm": sync_batchnorm, "enable_checkpointing":
+            enable_checkpointing, "enable_progress_bar": enable_progress_bar,
+            "enable_model_summary": enable_model_summary, "use_distributed_sampler":
+            use_distributed_sampler, "inference_mode": inference_mode, "enable_autolog_hparams":
+            enable_autolog_hparams, "suggest_integrations": suggest_integrations,
+            "replace_sampler_ddp": replace_sampler_ddp},
+            optional=("benchmark", "deterministic", "replace_sampler_ddp"),
+            also={"deterministic": ("warn",)})
+        arguments.check_number("Trainer", "gradient_clip_val", gradient_clip_val, minimum=0)
+        arguments.check_number("Trainer", "val_check_interval", val_check_interval)
+        arguments.check_path("Trainer", "default_root_dir", default_root_dir)
+        arguments.check_epochs("Trainer", min_epochs, max_epochs)
+        check_int("max_epochs", max_epochs, minimum=-1, optional=True)
+        check_int("min_epochs", min_epochs, minimum=0, optional=True)
+        check_int("max_steps", max_steps, minimum=-1)
+        check_int("min_steps", min_steps, minimum=0, optional=True)
+        refuse_unsupported(barebones=barebones,
+                           reload_dataloaders_every_n_epochs=reload_dataloaders_every_n_epochs,
+                           model_registry=model_registry)
+        check_int("accumulate_grad_batches", accumulate_grad_batches, minimum=1)
+        check_int("log_every_n_steps", log_every_n_steps, minimum=1)
+        check_int("num_sanity_val_steps", num_sanity_val_steps, minimum=-1)
+        check_int("check_val_every_n_epoch", check_val_every_n_epoch, minimum=1, optional=True)
+        check_clipping_algorithm(gradient_clip_algorithm)
+        check_val_check_interval(val_check_interval)
+        fast_dev_run = check_fast_dev_run(fast_dev_run)
+        limits = {kind: check_limit(f"limit_{kind}_batches", value) for kind, value in (
+            ("train", limit_train_batches), ("val", limit_val_batches),
+            ("test", limit_test_batches), ("predict", limit_predict_batches))}
+        overfit = check_limit("overfit_batches", overfit_batches) or 0.0
+        if overfit:  # Lightning: that many train and val batches, no shuffling
+            limits["train"] = limits["val"] = overfit
+        if fast_dev_run:
+            limits = dict.fromkeys(limits, fast_dev_run)
+            max_epochs, max_steps, num_sanity_val_steps, val_check_interval = \
+                1, fast_dev_run, 0, None
+            logger, enable_checkpointing = False, False
+        if max_epochs is None and max_steps == -1:
+            max_epochs = 1000
+        return cls(
+            max_epochs=-1 if max_epochs is None else max_epochs, min_epochs=min_epochs or 0,
+            max_steps=max_steps, min_steps=min_steps or 0, max_time=parse_max_time(max_time),
+            limit_train_batches=limits["train"], limit_val_batches=limits["val"],
+            limit_test_batches=limits["test"], limit_predict_batches=limits["predict"],
+            overfit_batches=overfit, fast_dev_run=fast_dev_run,
+            val_check_interval=val_check_interval,
+            check_val_every_n_epoch=check_val_every_n_epoch,
+            num_sanity_val_steps=num_sanity_val_steps,
+            accumulate_grad_batches=accumulate_grad_batches,
+            gradient_clip_val=gradient_clip_val, gradient_clip_algorithm=gradient_clip_algorithm,
+            deterministic=deterministic, benchmark=benchmark, detect_anomaly=detect_anomaly,
+            log_every_n_steps=log_every_n_steps, enable_checkpointing=enable_checkpointing,
+            enable_progress_bar=enable_progress_bar, enable_model_summary=enable_model_summary,
+            logger=logger,
+            use_distributed_sampler=translate_flag(
+                "Trainer", "replace_sampler_ddp", "use_distributed_sampler",
+                replace_sampler_ddp, use_distributed_sampler, True),
+            sync_batchnorm=sync_batchnorm, inference_mode=inference_mode,
+            enable_autolog_hparams=enable_autolog_hparams,
+            suggest_integrations=suggest_integrations)
+
+
+def check_clipping_algorithm(gradient_clip_algorithm: Any) -> None:
     if gradient_clip_algorithm not in (None, "norm", "value"):
         raise ConfigurationError(f"Trainer(gradient_clip_algorithm="
                                  f"{gradient_clip_algorithm!r}): use 'norm' or 'value'")
-    if gradient_clip_val is not None and (isinstance(gradient_clip_val, bool) or not
-                                          isinstance(gradient_clip_val, int | float)
-                                          or gradient_clip_val < 0):
-        raise ConfigurationError(f"Trainer(gradient_clip_val={gradient_clip_val!r}): expected"
-                                 " a number >= 0")
 
 
 def check_val_check_interval(value: Any) -> None:
-    if value is not None and (isinstance(value, bool) or value <= 0
-                              or (isinstance(value, float) and value > 1.0)):
+    """A number already (``arguments.check_number``): in range."""
+    if value is not None and (value <= 0 or (isinstance(value, float) and value > 1.0)):
         raise ConfigurationError(f"Trainer(val_check_interval={value!r}): give a "
                                  "number of training batches (int > 0) or a fraction of the "
                                  "epoch (float in (0, 1])")
@@ -174,3 +295,25 @@ def merge_callbacks(existing: list[Callback], from_model: list[Callback]) -> lis
     kinds = {type(c) for c in from_model}
     return [c for c in existing if type(c) not in kinds] + from_model
 
+
+def check_call(trainer: Trainer, model: Any, datamodule: Any, stage: str, *loaders: Any
+               ) -> Module:
+    """The model and data given to ``trainer.<stage>()``, checked (a compiled model is
+    unwrapped, its compile options kept for the trainer)."""
+    if model is None:
+        raise ConfigurationError(f"trainer.{stage}() needs a model: pass a fulmen.Module")
+    model, compiled = compiling.unwrap(model)  # torch.compile(model): compiled after set-up
+    if compiled is not None and trainer.compile_options is None:
+        trainer.compile_options = compiled
+    if not isinstance(model, Module):
+        raise ConfigurationError(f"trainer.{stage}(model=...) got a {type(model).__name__}; "
+                                 "it takes a fulmen.Module (subclass fulmen.Module, or use "
+                                 "fulmen.Lite for a plain torch.nn.Module)")
+    if datamodule is not None and not isinstance(datamodule, DataModule):
+        raise ConfigurationError(f"trainer.{stage}(datamodule=...) got a "
+                                 f"{type(datamodule).__name__}; it takes a fulmen.DataModule")
+    if datamodule is not None and any(x is not None for x in loaders):
+        raise ConfigurationError(f"trainer.{stage}() got both dataloaders and a datamodule; "
+                                 "pass one of them")
+    refuse_legacy_hooks(model, stage)
+    return model

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 from fulmen import storage
 from fulmen.errors import ConfigurationError
 from fulmen.loggers.dispatch import STATE_KEY
-from fulmen.trainer import loops
 from fulmen.trainer.checkpoint import (
     FORMAT_KEY,
     check_keys,
@@ -48,7 +47,7 @@ def dump(trainer: Trainer, weights_only: bool = False) -> dict[str, Any]:
     }
     if not weights_only:
         checkpoint.update({
-            "loops": {"fit": loops.fit_state(trainer)},
+            "loops": {"fit": trainer.fit_loop.state_dict()},
             "optimizer_states": [trainer.strategy.optimizer_state(o) for o in trainer.optimizers],
             "lr_schedulers": [c.scheduler.state_dict() for c in trainer.lr_scheduler_configs],
             "precision": trainer.strategy.precision.state_dict(),

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import copy
 import os
-import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -13,29 +11,26 @@ from typing import Any
 
 import torch
 
-from fulmen import arguments, compiling, hang, profilers, quick_exit
-from fulmen.api import RunConfig
-from fulmen.api.logger import FAILED, INTERRUPTED, SUCCESS, Logger
+from fulmen import arguments, compiling, profilers, quick_exit
 from fulmen.callbacks.base import Callback
 from fulmen.datamodule import DataModule
-from fulmen.errors import ConfigurationError, FulmenError, StageExit
-from fulmen.hang import HangDoctor
-from fulmen.kernel.connector import SelectionReport, select
-from fulmen.kernel.legacy import translate_flag
+from fulmen.errors import FulmenError
+from fulmen.kernel.connector import select
 from fulmen.module import Module
-from fulmen.status import banner, configure_logging
-from fulmen.trainer import config, data, loops, save_restore
+from fulmen.trainer import config, save_restore
+from fulmen.trainer.evaluation_loop import EvaluationLoop
+from fulmen.trainer.fit_loop import FitLoop
 from fulmen.trainer.hooks import HookTable
-from fulmen.trainer.legacy_hooks import refuse_legacy_hooks
 from fulmen.trainer.metrics import Metrics
-from fulmen.trainer.optim import LRSchedulerConfig
 from fulmen.trainer.optimization import Optimization
-from fulmen.trainer.preemption import Preempted, Preemption
+from fulmen.trainer.predict_loop import PredictionLoop
 from fulmen.trainer.progress import RunState
-from fulmen.utilities.rank_zero import current_rank, rank_zero_warn, set_rank
+from fulmen.trainer.properties import TrainerProperties
+from fulmen.trainer.stage import run_stage
+from fulmen.utilities.rank_zero import current_rank, rank_zero_warn
 
 
-class Trainer(SelectionReport):
+class Trainer(TrainerProperties):
     """Runs a ``fulmen.Module`` on whatever the selection arguments name.
 
     ``accelerator``, ``strategy``, ``precision``: ``"auto"`` (not precision), a registered name
@@ -107,6 +102,7 @@ class Trainer(SelectionReport):
     """
 
     @arguments.suggest_unknown_keywords("Trainer")
+    @arguments.suggest_unknown_keywords("Trainer")
     def __init__(
         self,
         *,
@@ -159,84 +155,64 @@ class Trainer(SelectionReport):
     ) -> None:
         arguments.check_selection("Trainer", accelerator=accelerator, strategy=strategy,
                                   devices=devices)
-        arguments.check_bool("Trainer", {
-            "benchmark": benchmark, "deterministic": deterministic, "detect_anomaly":
-            detect_anomaly, "sync_batchnorm": sync_batchnorm, "enable_checkpointing":
-            enable_checkpointing, "enable_progress_bar": enable_progress_bar,
-            "enable_model_summary": enable_model_summary, "use_distributed_sampler":
-            use_distributed_sampler, "inference_mode": inference_mode, "enable_autolog_hparams":
-            enable_autolog_hparams, "suggest_integrations": suggest_integrations,
-            "replace_sampler_ddp": replace_sampler_ddp},
-            optional=("benchmark", "deterministic", "replace_sampler_ddp"),
-            also={"deterministic": ("warn",)})
-        arguments.check_number("Trainer", "gradient_clip_val", gradient_clip_val, minimum=0)
-        arguments.check_number("Trainer", "val_check_interval", val_check_interval)
-        arguments.check_path("Trainer", "default_root_dir", default_root_dir)
-        arguments.check_epochs("Trainer", min_epochs, max_epochs)
+        settings = config.TrainerConfig.check(
+            max_epochs=max_epochs, min_epochs=min_epochs, max_steps=max_steps,
+            min_steps=min_steps, max_time=max_time, limit_train_batches=limit_train_batches,
+            limit_val_batches=limit_val_batches, limit_test_batches=limit_test_batches,
+            limit_predict_batches=limit_predict_batches, overfit_batches=overfit_batches,
+            fast_dev_run=fast_dev_run, val_check_interval=val_check_interval,
+            check_val_every_n_epoch=check_val_every_n_epoch,
+            num_sanity_val_steps=num_sanity_val_steps,
+            accumulate_grad_batches=accumulate_grad_batches,
+            gradient_clip_val=gradient_clip_val, gradient_clip_algorithm=gradient_clip_algorithm,
+            deterministic=deterministic, benchmark=benchmark, detect_anomaly=detect_anomaly,
+            log_every_n_steps=log_every_n_steps, enable_checkpointing=enable_checkpointing,
+            enable_progress_bar=enable_progress_bar, enable_model_summary=enable_model_summary,
+            logger=logger, use_distributed_sampler=use_distributed_sampler,
+            replace_sampler_ddp=replace_sampler_ddp, sync_batchnorm=sync_batchnorm,
+            inference_mode=inference_mode, enable_autolog_hparams=enable_autolog_hparams,
+            suggest_integrations=suggest_integrations, default_root_dir=default_root_dir,
+            barebones=barebones,
+            reload_dataloaders_every_n_epochs=reload_dataloaders_every_n_epochs,
+            model_registry=model_registry)
         quick_exit.install()
         self._selection = select("Trainer", accelerator=accelerator, strategy=strategy,
                                  devices=devices, num_nodes=num_nodes, precision=precision,
                                  plugins=plugins, gpus=gpus, tpu_cores=tpu_cores)
-        self.use_distributed_sampler = translate_flag(
-            "Trainer", "replace_sampler_ddp", "use_distributed_sampler", replace_sampler_ddp,
-            use_distributed_sampler, True)
-        config.check_int("max_epochs", max_epochs, minimum=-1, optional=True)
-        config.check_int("min_epochs", min_epochs, minimum=0, optional=True)
-        config.check_int("max_steps", max_steps, minimum=-1)
-        config.check_int("min_steps", min_steps, minimum=0, optional=True)
-        config.refuse_unsupported(barebones=barebones,
-                            reload_dataloaders_every_n_epochs=reload_dataloaders_every_n_epochs,
-                            model_registry=model_registry)
-        config.check_int("accumulate_grad_batches", accumulate_grad_batches, minimum=1)
-        config.check_int("log_every_n_steps", log_every_n_steps, minimum=1)
-        config.check_int("num_sanity_val_steps", num_sanity_val_steps, minimum=-1)
-        config.check_int("check_val_every_n_epoch", check_val_every_n_epoch, minimum=1,
-                         optional=True)
-        config.check_clipping(gradient_clip_val, gradient_clip_algorithm)
-        config.check_val_check_interval(val_check_interval)
-        self.fast_dev_run = config.check_fast_dev_run(fast_dev_run)
-        self.limit_train_batches = data.check_limit("limit_train_batches", limit_train_batches)
-        self.limit_val_batches = data.check_limit("limit_val_batches", limit_val_batches)
-        self.limit_test_batches = data.check_limit("limit_test_batches", limit_test_batches)
-        self.limit_predict_batches = data.check_limit("limit_predict_batches",
-                                                      limit_predict_batches)
-        overfit = data.check_limit("overfit_batches", overfit_batches)
-        self.overfit_batches = overfit or 0.0
-        if self.overfit_batches:  # Lightning: that many train and val batches, no shuffling
-            self.limit_train_batches = self.limit_val_batches = self.overfit_batches
-        if self.fast_dev_run:
-            n = self.fast_dev_run
-            self.limit_train_batches = self.limit_val_batches = n
-            self.limit_test_batches = self.limit_predict_batches = n
-            max_epochs, max_steps, num_sanity_val_steps, val_check_interval = 1, n, 0, None
-            logger, enable_checkpointing = False, False
-
-        if max_epochs is None and max_steps == -1:
-            max_epochs = 1000
-        self.max_epochs = -1 if max_epochs is None else max_epochs
-        self.min_epochs = min_epochs or 0
-        self.max_steps = max_steps
-        self.min_steps = min_steps or 0
-        self.inference_mode = inference_mode
-        self.enable_autolog_hparams = enable_autolog_hparams
-        self.suggest_integrations = suggest_integrations  # fulmen prints no suggestions
-        self.max_time = config.parse_max_time(max_time)
-        self.val_check_interval = val_check_interval
-        self.check_val_every_n_epoch = check_val_every_n_epoch
-        self.num_sanity_val_steps = num_sanity_val_steps
-        self.accumulate_grad_batches = accumulate_grad_batches
-        self.gradient_clip_val = gradient_clip_val
-        self.gradient_clip_algorithm = gradient_clip_algorithm
-        self.deterministic, self.benchmark = deterministic, benchmark
-        self.detect_anomaly = detect_anomaly
+        # the run flags, checked: Lightning's attributes, which the loops and callbacks read
+        self.max_epochs = settings.max_epochs
+        self.min_epochs = settings.min_epochs
+        self.max_steps = settings.max_steps
+        self.min_steps = settings.min_steps
+        self.max_time = settings.max_time
+        self.limit_train_batches = settings.limit_train_batches
+        self.limit_val_batches = settings.limit_val_batches
+        self.limit_test_batches = settings.limit_test_batches
+        self.limit_predict_batches = settings.limit_predict_batches
+        self.overfit_batches = settings.overfit_batches
+        self.fast_dev_run = settings.fast_dev_run
+        self.val_check_interval = settings.val_check_interval
+        self.check_val_every_n_epoch = settings.check_val_every_n_epoch
+        self.num_sanity_val_steps = settings.num_sanity_val_steps
+        self.accumulate_grad_batches = settings.accumulate_grad_batches
+        self.gradient_clip_val = settings.gradient_clip_val
+        self.gradient_clip_algorithm = settings.gradient_clip_algorithm
+        self.deterministic = settings.deterministic
+        self.benchmark = settings.benchmark
+        self.detect_anomaly = settings.detect_anomaly
+        self.log_every_n_steps = settings.log_every_n_steps
+        self.enable_checkpointing = settings.enable_checkpointing
+        self.use_distributed_sampler = settings.use_distributed_sampler
+        self.sync_batchnorm = settings.sync_batchnorm
+        self.inference_mode = settings.inference_mode
+        self.enable_autolog_hparams = settings.enable_autolog_hparams
+        self.suggest_integrations = settings.suggest_integrations
         self.profiler = profilers.resolve(profiler)
         self.compile_options = compiling.options("Trainer", compile)
         compiling.check_backend("Trainer", self.compile_options,
                                 self._selection.accelerator.device_type)
-        self._compiled: set[int] = set()  # modules compiled in place already
-        self.log_every_n_steps = log_every_n_steps
-        self.sync_batchnorm = sync_batchnorm
-        self.enable_checkpointing = enable_checkpointing
+        #: ids of the modules compiled in place already (compiled once per module)
+        self.compiled_modules: set[int] = set()
         self._default_root_dir = config.root_dir(default_root_dir)
         self._configure_determinism()
 
@@ -245,11 +221,11 @@ class Trainer(SelectionReport):
 
         #: calls the loggers under the logger contract's rules (rank zero, one call per step,
         #: hyper-parameters once, failures isolated); ``loggers`` is its list
-        self.logger_set = LoggerSet(resolve_loggers(logger, self._default_root_dir),
+        self.logger_set = LoggerSet(resolve_loggers(settings.logger, self._default_root_dir),
                                     rank=current_rank)
         self.callbacks: list[Callback] = config.default_callbacks(
-            config.as_list(callbacks, Callback, "callbacks"), enable_checkpointing,
-            enable_progress_bar, enable_model_summary)
+            config.as_list(callbacks, Callback, "callbacks"), settings.enable_checkpointing,
+            settings.enable_progress_bar, settings.enable_model_summary)
 
         # run state
         self.module: Module | None = None
@@ -279,146 +255,11 @@ class Trainer(SelectionReport):
         self.hooks: HookTable | None = None
         #: where the running stage is: progress counters and what the loops keep between calls
         self.run_state = RunState()
-
-    # ------------------------------------------------------------------ reporting
-
-    @property
-    def precision(self) -> str:
-        """The canonical name of the precision in use (``"32-true"``, ``"bf16-mixed"``...)."""
-        return self._selection.precision.name
-
-    @property
-    def lightning_module(self) -> Module | None:
-        """The module being run (the name Lightning users know)."""
-        return self.module
-
-    @property
-    def model(self) -> torch.nn.Module | None:
-        """What steps run through: the module as the strategy wrapped it (DDP...)."""
-        model = self.strategy.model
-        return model if model is not None else self.module
-
-    @property
-    def loggers(self) -> list[Logger]:
-        """The loggers (Lightning's); assigning a list replaces them."""
-        return self.logger_set.loggers
-
-    @loggers.setter
-    def loggers(self, loggers: list[Logger]) -> None:
-        self.logger_set.loggers = list(loggers)
-
-    @property
-    def logger(self) -> Any:
-        return self.loggers[0] if self.loggers else None
-
-    @logger.setter
-    def logger(self, logger: Logger | None) -> None:
-        self.loggers = [] if logger is None else [logger]
-
-    @property
-    def default_root_dir(self) -> str:
-        return str(self._default_root_dir)
-
-    @property
-    def log_dir(self) -> str:
-        if self.logger is not None and getattr(self.logger, "log_dir", None):
-            return str(self.logger.log_dir)
-        return str(self._default_root_dir)
-
-    @property
-    def checkpoint_callback(self) -> Any:
-        from fulmen.callbacks import ModelCheckpoint
-
-        return next((c for c in self.callbacks if isinstance(c, ModelCheckpoint)), None)
-
-    @property
-    def checkpoint_callbacks(self) -> list[Any]:
-        from fulmen.callbacks import ModelCheckpoint
-
-        return [c for c in self.callbacks if isinstance(c, ModelCheckpoint)]
-
-    @property
-    def early_stopping_callbacks(self) -> list[Any]:
-        from fulmen.callbacks import EarlyStopping
-
-        return [c for c in self.callbacks if isinstance(c, EarlyStopping)]
-
-    @property
-    def early_stopping_callback(self) -> Any:
-        from fulmen.callbacks import EarlyStopping
-
-        return next((c for c in self.callbacks if isinstance(c, EarlyStopping)), None)
-
-    @property
-    def progress_bar_callback(self) -> Any:
-        from fulmen.callbacks.progress import ProgressBar
-
-        return next((c for c in self.callbacks if isinstance(c, ProgressBar)), None)
-
-    @property
-    def training(self) -> bool:
-        return self.state == "fit" and not self.sanity_checking
-
-    @property
-    def validating(self) -> bool:
-        return self.state == "validate"
-
-    @property
-    def testing(self) -> bool:
-        return self.state == "test"
-
-    @property
-    def predicting(self) -> bool:
-        return self.state == "predict"
-
-    @property
-    def lr_scheduler_configs(self) -> list[LRSchedulerConfig]:
-        """The schedulers of the running fit and when they step: the live list, as in
-        Lightning, so a callback may replace or append one (``StochasticWeightAveraging``
-        swaps in its ``SWALR``). The loop reads it at every epoch start."""
-        return self.optimization.lr_scheduler_configs
-
-    @property
-    def optimizers(self) -> list[Any]:
-        """The optimizers of the running fit, as the strategy set them up."""
-        return self.optimization.optimizers
-
-    @optimizers.setter
-    def optimizers(self, optimizers: list[Any]) -> None:
-        self.optimization.optimizers = list(optimizers)
-
-    @property
-    def batch_stepped(self) -> bool:
-        """Whether the current training batch ran an optimizer step (it ended an accumulation
-        window), read in ``on_train_batch_end``; False in the batches that only accumulate."""
-        return self.global_step != self.run_state.steps_before_batch
-
-    @property
-    def callback_metrics(self) -> dict[str, torch.Tensor]:
-        """Latest value of everything logged: step values during an epoch, then epoch values.
-        Values a callback writes here (``trainer.callback_metrics.update(...)``, as Lightning's
-        callbacks do) are kept, for ``ModelCheckpoint``/``EarlyStopping`` to monitor."""
-        return self.metrics.callback_metrics()
-
-    @property
-    def should_update_logs(self) -> bool:
-        """Whether callbacks that log (``LearningRateMonitor``, ``ThroughputMonitor``,
-        ``DeviceStatsMonitor``) log at the current batch: it is the n-th batch that steps, n a
-        multiple of ``log_every_n_steps`` (the same answer from ``on_train_batch_start`` to
-        ``on_train_batch_end``), or training is stopping — Lightning's rule, which counts
-        batches (not optimizer steps) under manual optimization too."""
-        return ((self.run_state.progress.batches_that_stepped + 1) % self.log_every_n_steps == 0
-                or self.should_stop)
-
-    @property
-    def logged_metrics(self) -> dict[str, Any]:
-        """What was last sent to the loggers."""
-        return dict(self.metrics.logged)
-
-    @property
-    def progress_bar_metrics(self) -> dict[str, float]:
-        """Values logged with ``prog_bar=True``, as floats."""
-        return self.metrics.progress_bar_metrics()
+        #: the loops: fit (epochs of batches, validating inside), evaluation (validate, test,
+        #: validation inside fit), predict
+        self.evaluation_loop = EvaluationLoop(self)
+        self.fit_loop = FitLoop(self, self.evaluation_loop)
+        self.predict_loop = PredictionLoop(self)
 
     # ------------------------------------------------------------------ public API
 
@@ -428,7 +269,8 @@ class Trainer(SelectionReport):
         """Train ``model``; validate along the way when validation data exists."""
         if isinstance(train_dataloaders, DataModule):
             datamodule, train_dataloaders = train_dataloaders, None
-        model = self._check_call(model, datamodule, "fit", train_dataloaders, val_dataloaders)
+        model = config.check_call(self, model, datamodule, "fit", train_dataloaders,
+                                  val_dataloaders)
         self.module, self.datamodule = model, datamodule
         self.strategy.launch(self._run, "fit", model, datamodule, ckpt_path, weights_only,
                              {"train": train_dataloaders, "val": val_dataloaders})
@@ -455,7 +297,7 @@ class Trainer(SelectionReport):
         if isinstance(dataloaders, DataModule):
             datamodule, dataloaders = dataloaders, None
         ckpt_path = save_restore.select(self, "predict", ckpt_path, model is not None)
-        model = self._check_call(model or self.module, datamodule, "predict", dataloaders)
+        model = config.check_call(self, model or self.module, datamodule, "predict", dataloaders)
         self.module, self.datamodule = model, datamodule
         return self.strategy.launch(self._run, "predict", model, datamodule, ckpt_path,
                                     weights_only, {"predict": dataloaders},
@@ -468,13 +310,6 @@ class Trainer(SelectionReport):
         checkpoint = save_restore.dump(self, weights_only)
         self.strategy.save_checkpoint(checkpoint, filepath)
         self.strategy.barrier("save_checkpoint")
-
-    @property
-    def dataloaders_from_module(self) -> bool:
-        """True when the running stage takes its data from the module's or datamodule's
-        ``*_dataloader()`` methods (no dataloaders were passed to fit/validate/test/predict), so
-        a changed batch size takes effect when the data is set up again."""
-        return all(v is None for v in self.run_state.stage_loaders.values())
 
     def run_trial(self, steps: int, callbacks: Sequence[Callback] = (),
                   prepare: Callable[[], None] | None = None) -> None:
@@ -490,63 +325,9 @@ class Trainer(SelectionReport):
         after the state is saved, before the trial: change learning rates or
         ``lr_scheduler_configs`` there, and they are put back too.
         """
-        from fulmen.seed import rng_states, set_rng_states
+        from fulmen.tuner.trial import run_trial
 
-        if self.module is None or self.hooks is None or self.state not in loops.STAGE_LIMITS:
-            raise FulmenError("trainer.run_trial runs inside a stage: call it from a callback "
-                              "hook of fit/validate/test/predict (e.g. on_fit_start)")
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-            raise ConfigurationError(f"trainer.run_trial(steps={steps!r}): expected an int >= 1")
-        saved_flags = {flag: getattr(self, flag) for flag in loops.STAGE_LIMITS[self.state]}
-        run = self.run_state
-        loaders = run.stage_loaders
-        counters = (self.global_step, self.current_epoch, run.progress, self.should_stop,
-                    self.num_training_batches, self.num_val_batches, run.restore,
-                    run.loop_state)
-        metrics = self.metrics.snapshot()
-        state = {k: v.detach().clone() if isinstance(v, torch.Tensor) else copy.deepcopy(v)
-                 for k, v in self.strategy.module_state_dict().items()}
-        optimizer_states = [copy.deepcopy(self.strategy.optimizer_state(o))
-                            for o in self.optimizers]
-        schedulers = list(self.lr_scheduler_configs)
-        scheduler_states = [copy.deepcopy(c.scheduler.state_dict()) for c in schedulers]
-        rng = rng_states()
-        outer = (self.callbacks, self.hooks, self.loggers, self.module.training)
-        self.callbacks = list(callbacks)
-        self.hooks = HookTable(self, self.module, self.callbacks)
-        self.loggers = []
-        run.restore, self.should_stop = None, False
-        try:
-            if prepare is not None:
-                prepare()
-            if self.state == "fit":
-                self.max_steps, self.max_time = self.global_step + steps, None
-                self.min_steps = self.min_epochs = 0
-                self.limit_val_batches = 0
-                loops.fit(self, {"train": loaders.get("train")}, trial=True)
-            else:
-                setattr(self, loops.STAGE_LIMITS[self.state][0], steps)
-                if self.state == "predict":
-                    loops.predict(self, loaders.get("predict"), False)
-                else:
-                    loops.evaluate_stage(self, self.state, loaders, verbose=False)
-        finally:
-            for flag, value in saved_flags.items():
-                setattr(self, flag, value)
-            (self.global_step, self.current_epoch, run.progress, self.should_stop,
-             self.num_training_batches, self.num_val_batches, run.restore,
-             run.loop_state) = counters
-            self.metrics.restore(metrics)
-            self.callbacks, self.hooks, self.loggers, training = outer
-            self.strategy.load_module_state_dict(state)
-            for optimizer, optimizer_state in zip(self.optimizers, optimizer_states):
-                self.strategy.load_optimizer_state(optimizer, optimizer_state)
-            self.lr_scheduler_configs[:] = schedulers
-            for scheduler_config, scheduler_state in zip(schedulers, scheduler_states):
-                scheduler_config.scheduler.load_state_dict(scheduler_state)
-            set_rng_states(rng)
-            self.module.train(training)
-            run.trials += 1
+        run_trial(self, steps, callbacks, prepare)
 
     @contextlib.contextmanager
     def init_module(self, empty_init: bool | None = None) -> Iterator[None]:
@@ -578,153 +359,17 @@ class Trainer(SelectionReport):
         if isinstance(dataloaders, DataModule):
             datamodule, dataloaders = dataloaders, None
         ckpt_path = save_restore.select(self, stage, ckpt_path, model is not None)
-        model = self._check_call(model or self.module, datamodule, stage, dataloaders)
+        model = config.check_call(self, model or self.module, datamodule, stage, dataloaders)
         self.module, self.datamodule = model, datamodule
         key = "val" if stage == "validate" else "test"
         return self.strategy.launch(self._run, stage, model, datamodule, ckpt_path, weights_only,
                                     {key: dataloaders}, verbose)
 
-    def _check_call(self, model: Any, datamodule: Any, stage: str, *loaders: Any) -> Module:
-        if model is None:
-            raise ConfigurationError(f"trainer.{stage}() needs a model: pass a fulmen.Module")
-        model, compiled = compiling.unwrap(model)  # torch.compile(model): compiled after set-up
-        if compiled is not None and self.compile_options is None:
-            self.compile_options = compiled
-        if not isinstance(model, Module):
-            raise ConfigurationError(f"trainer.{stage}(model=...) got a {type(model).__name__}; "
-                                     "it takes a fulmen.Module (subclass fulmen.Module, or use "
-                                     "fulmen.Lite for a plain torch.nn.Module)")
-        if datamodule is not None and not isinstance(datamodule, DataModule):
-            raise ConfigurationError(f"trainer.{stage}(datamodule=...) got a "
-                                     f"{type(datamodule).__name__}; it takes a fulmen.DataModule")
-        if datamodule is not None and any(x is not None for x in loaders):
-            raise ConfigurationError(f"trainer.{stage}() got both dataloaders and a datamodule; "
-                                     "pass one of them")
-        refuse_legacy_hooks(model, stage)
-        return model
-
     def _run(self, stage: str, model: Module, datamodule: DataModule | None, ckpt_path: Any,
              weights_only: bool, loaders: dict[str, Any], *extra: Any) -> Any:
-        """One stage in this process, watched by the hang doctor from its first line: every
-        wait for another rank (process group, setup, broadcasts, barriers, prepare_data, the
-        first batch, the loops) is reported if it stalls, and a stalled job ends. A single
-        process (no other rank to wait for) is watched from its loops on."""
-        doctor = HangDoctor(self._progress_mark, rank=self.global_rank,
-                            world_size=self.world_size,
-                            address=self.cluster_environment.main_address,
-                            port=self.cluster_environment.main_port,
-                            describe_phase=self._hang_phase)
-        if self.world_size > 1:
-            doctor.start()
-        try:
-            with hang.phase(f"{stage} set-up"):
-                return self._run_stage(doctor, stage, model, datamodule, ckpt_path,
-                                       weights_only, loaders, *extra)
-        finally:
-            doctor.stop()
-
-    def _run_stage(self, doctor: HangDoctor, stage: str, model: Module,
-                   datamodule: DataModule | None, ckpt_path: Any, weights_only: bool,
-                   loaders: dict[str, Any], *extra: Any) -> Any:
-        """One stage in this process: set-up, restore, loop, teardown."""
-        quick_exit.install()  # in a spawned rank too, where __init__ did not run
-        self.state, self.module, self.datamodule = stage, model, datamodule
-        run = self.run_state
-        run.stage_loaders, run.trials, run.trials_seen = loaders, 0, 0
-        self.should_stop = False
-        run.start_time = time.monotonic()
-        self.metrics.start_stage()
-        model.trainer = self
-        if datamodule is not None:
-            datamodule.trainer = self
-        hook_stage = {"validate": "validate"}.get(stage, stage)
-        with hang.phase(f"strategy setup ({self.strategy.name}.setup_environment: the "
-                        "process group)"):
-            self.strategy.setup_environment()
-        set_rank(self.global_rank)
-        doctor.rank, doctor.world_size = self.global_rank, self.world_size
-        with hang.phase("broadcast of the loggers' version"):
-            for lg in self.loggers:  # every rank must agree on the run directory
-                lg.set_version(self.strategy.broadcast(lg.version))
-        callbacks_from_model = config.as_list(model.configure_callbacks(), Callback,
-                                        "configure_callbacks()")
-        self.callbacks = config.merge_callbacks(self.callbacks, callbacks_from_model)
-        self._prepare_data()  # after configure_callbacks, as Lightning
-        self.hooks = HookTable(self, model, self.callbacks, profiler=self._active_profiler())
-        self.profiler.setup(stage, self.local_rank, self.log_dir)
-        try:
-            with hang.phase(f"setup('{hook_stage}')"):
-                if datamodule is not None:
-                    datamodule.setup(hook_stage)
-                self.hooks("setup", hook_stage)
-            self.hooks.drop_unused(hook_stage)
-            if type(model).configure_model is not Module.configure_model:
-                with hang.phase("configure_model"), self.strategy.module_init_context():
-                    model.configure_model()
-            self.strategy.sync_batchnorm = self.sync_batchnorm
-            self.strategy.run_config = RunConfig(  # the flags a strategy may need (a contract)
-                "Trainer", self.accumulate_grad_batches, self.gradient_clip_val,
-                self.gradient_clip_algorithm or "norm")
-            with hang.phase(f"strategy setup ({self.strategy.name}.setup_module: wrapping "
-                            "the model, which may broadcast its parameters)"):
-                self.strategy.setup_module(model)
-            if self.compile_options is not None and id(model) not in self._compiled:
-                # in place (keys keep their names), step methods too, as Lightning does
-                compiling.apply(model, self.compile_options, steps=True)
-                self._compiled.add(id(model))
-            if stage == "fit":
-                self.optimization.configure(model)
-            if stage == "fit" and ckpt_path is None and self.cluster_environment.restart_count():
-                ckpt_path = save_restore.newest_agreed(self)  # the scheduler restarted this job
-            with hang.phase("restoring the checkpoint"):
-                run.restore = save_restore.restore(self, stage, ckpt_path, weights_only)
-            if stage == "fit" and self.enable_autolog_hparams:  # after restore: a resumed
-                self._log_hyperparams()  # run's loggers continue it (Lightning's order)
-            if self.is_global_zero:
-                self._announce(stage, ckpt_path)
-            preemption = Preemption(self) if stage == "fit" else contextlib.nullcontext()
-            doctor.start()  # (already watching in a job of several processes)
-            with hang.phase(f"{stage} loop"), self._anomaly_context(), \
-                    preemption as run.preemption:
-                result: Any = None
-                if stage == "fit":
-                    loops.fit(self, loaders)
-                elif stage == "predict":
-                    result = loops.predict(self, loaders["predict"], *extra)
-                else:
-                    result = loops.evaluate_stage(self, stage, loaders, *extra)
-        except Preempted as stop:  # the checkpoint is written: leave like a finished run
-            self._teardown(hook_stage, failed=False, status=INTERRUPTED)
-            raise SystemExit(stop.exit_code) from None
-        except StageExit:  # a callback ended the stage on purpose (the tuner, after tuning)
-            self._teardown(hook_stage, failed=False)
-            return None
-        except BaseException as exc:
-            self.strategy.on_exception(exc)
-            self.hooks("on_exception", exc)
-            if datamodule is not None:
-                datamodule.on_exception(exc)
-            self._teardown(hook_stage, failed=True, status=INTERRUPTED
-                           if isinstance(exc, KeyboardInterrupt) else FAILED)
-            raise
-        with hang.phase("teardown"):
-            self._teardown(hook_stage, failed=False)
-        self.profiler.describe()
-        return result
-
-    def _active_profiler(self) -> profilers.Profiler | None:
-        """The profiler, unless it records nothing (then the hooks are called unwrapped)."""
-        return None if isinstance(self.profiler, profilers.PassThroughProfiler) else self.profiler
-
-    def _announce(self, stage: str, ckpt_path: Any) -> None:
-        """The run banner (rank 0): what was composed, where logs and checkpoints go."""
-        checkpoint = self.checkpoint_callback
-        progress = (f"epoch {self.current_epoch}, step {self.global_step}"
-                    if ckpt_path is not None else None)
-        configure_logging().info("%s", banner(
-            self, stage, log_dir=self.log_dir,
-            checkpoint_dir=None if checkpoint is None else checkpoint.dirpath,
-            resumed_from=None if ckpt_path is None else str(ckpt_path), progress=progress))
+        """One stage in this process (:func:`fulmen.trainer.stage.run_stage`)."""
+        return run_stage(self, stage, model, datamodule, ckpt_path, weights_only, loaders,
+                         *extra)
 
     def worker_state(self) -> dict[str, Any]:
         """What a spawned rank 0 sends back to the main process after a stage."""
@@ -749,79 +394,6 @@ class Trainer(SelectionReport):
         if cb is not None and state["checkpoint"] is not None:
             cb.load_state_dict(state["checkpoint"])
 
-    def _log_hyperparams(self) -> None:
-        """Lightning's: each logger gets the hyper-parameters of the module and the datamodule
-        (those whose ``save_hyperparameters(logger=False)`` did not opt out), then the
-        module's graph; on global rank zero."""
-        if not self.loggers or not self.is_global_zero or self.module is None:
-            return
-        params: dict[str, Any] | None = None
-        if self.module._log_hyperparams:
-            params = dict(self.module.hparams_initial)
-        if self.datamodule is not None and self.datamodule._log_hyperparams:
-            params = {**(params or {}), **self.datamodule.hparams}
-        if params is not None:
-            self.logger_set.log_hyperparams(params)
-        self.logger_set.log_graph(self.module)
-
-    def _prepare_data(self) -> None:
-        """``prepare_data`` of the DataModule and the module: once per node (local rank 0),
-        or once per job (global rank 0) where ``prepare_data_per_node = False``."""
-        from fulmen.datamodule import DataModule
-
-        owners: list[tuple[Any, Any]] = [(self.datamodule, DataModule), (self.module, Module)]
-        for owner, base in owners:
-            if owner is None or type(owner).prepare_data is base.prepare_data:
-                continue
-            rank = self.local_rank if owner.prepare_data_per_node else self.global_rank
-            if rank == 0:
-                with hang.phase(f"prepare_data ({type(owner).__name__}.prepare_data)"):
-                    owner.prepare_data()
-        with hang.phase("barrier after prepare_data (the ranks that prepare data keep the "
-                        "others here)"):
-            self.strategy.barrier("prepare_data")
-
-    def _teardown(self, stage: str, failed: bool, status: str | None = None) -> None:
-        errors: list[BaseException] = []
-        status = status or (FAILED if failed else SUCCESS)
-        for action in (lambda: self.hooks("teardown", stage) if self.hooks else None,
-                       lambda: self.datamodule.teardown(stage) if self.datamodule else None,
-                       lambda: self._finalize_loggers(status),
-                       self.strategy.teardown):
-            try:
-                action()
-            except Exception as exc:  # teardown must not hide the original error
-                errors.append(exc)
-        self.metrics.current = None
-        if errors and not failed:
-            raise errors[0]
-
-    def _finalize_loggers(self, status: str) -> None:
-        self.logger_set.finalize(status)
-
-    def _progress_mark(self) -> tuple[int, int]:
-        """What the hang doctor watches: hook calls, and training batches started (the fit
-        loop calls no hook per batch when nothing overrides the batch hooks); phases (set-up,
-        barriers, ...) count on their own (``fulmen.hang.phase``)."""
-        calls = self.hooks.count() if self.hooks is not None else 0
-        return calls, self.run_state.progress.batches.started
-
-    def _hang_phase(self) -> str:
-        """The phase a hang report names: set-up steps by name; in the fit loop, which
-        training batch (none yet: the first batch is being loaded or run)."""
-        name = hang.current_phase()
-        if name == "fit loop":
-            started = self.run_state.progress.batches.started
-            return (f"fit loop, training batch {started}" if started else
-                    "fit loop, before the first training batch (loading it, or the sanity "
-                    "check)")
-        return name
-
-    def _anomaly_context(self) -> Any:
-        if self.detect_anomaly:
-            return torch.autograd.detect_anomaly(check_nan=True)
-        return contextlib.nullcontext()
-
     def _configure_determinism(self) -> None:
         if self.deterministic:
             warn_only = self.deterministic == "warn"
@@ -829,20 +401,3 @@ class Trainer(SelectionReport):
             os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         if self.benchmark is not None:
             torch.backends.cudnn.benchmark = self.benchmark
-
-    # ------------------------------------------------------------------ metrics
-
-    def log_to_loggers(self, metrics: dict[str, Any], step: int | None = None) -> None:
-        """Send ``metrics`` (name -> number or scalar tensor) to every logger, from rank zero,
-        and record them in ``logged_metrics``: what a callback uses to log values it computes
-        itself (``ThroughputMonitor``). ``step`` None: on the training step axis
-        (``batches_that_stepped``), with ``epoch`` added (Lightning's rule); an explicit step
-        (evaluation values logged per batch) gets no ``epoch``."""
-        self.metrics.log_to_loggers(metrics, step)
-
-    @property
-    def batches_that_stepped(self) -> int:
-        """The loggers' step axis (Lightning's ``_batches_that_stepped``): training batches
-        that ended an accumulation window (under manual optimization: every batch). Values
-        logged in a training step go to the loggers at the count *before* that batch."""
-        return self.run_state.progress.batches_that_stepped

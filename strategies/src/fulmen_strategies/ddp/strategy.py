@@ -152,10 +152,6 @@ class DDPStrategy(ParallelStrategy):
                 _prepare_for_backward(ddp, loss)
         super().backward(loss, *args, **kwargs)
 
-    def plain_backward_outside_step(self) -> bool:
-        """True for this class's ``backward``: it adds to the base's only inside ``step``."""
-        return type(self).backward is DDPStrategy.backward
-
     @contextlib.contextmanager
     def no_backward_sync(self) -> Iterator[None]:
         if isinstance(self.model, DistributedDataParallel):

@@ -198,10 +198,6 @@ class FSDPStrategy(ParallelStrategy):
                 "optimization)")
         super().backward(loss, *args, **kwargs)
 
-    def plain_backward_outside_step(self) -> bool:
-        """True for this class's ``backward``: it adds to the base's only inside ``step``."""
-        return type(self).backward is FSDPStrategy.backward
-
     @contextlib.contextmanager
     def no_backward_sync(self) -> Iterator[None]:
         """Backwards inside accumulate unsharded gradients locally; the first backward after

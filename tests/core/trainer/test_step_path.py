@@ -1,6 +1,8 @@
-"""The per-batch path passes over a base class's step, backward and optimizer_step only when
-nothing overrides them: an override in a strategy or precision is called on every batch, by
-the Trainer and by Lite."""
+"""Every batch goes one way: through the strategy's ``step``, ``backward`` and
+``optimizer_step`` and the precision's ``forward_context``, ``backward`` and ``optimizer_step``
+(an override in a strategy or precision is called on every batch, by the Trainer and by Lite),
+and every optimizer is stepped with the closure, as in Lightning: its step pre-hooks run before
+the forward, its post-hooks after the update."""
 
 from __future__ import annotations
 
@@ -9,19 +11,11 @@ import copy
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
-from unittest import mock
 
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 import fulmen
-from fulmen.direct import (
-    closure_first,
-    direct_backward,
-    direct_optimizer_step,
-    direct_step,
-    plain_optimizer_step,
-)
 from fulmen_precision import Precision32
 from fulmen_strategies import SingleDeviceStrategy
 
@@ -117,46 +111,6 @@ def test_lite_runs_the_overrides_too():
     assert precision.counts["backward"] == 3 and precision.counts["optimizer_step"] == 3
 
 
-def test_the_bypass_is_taken_only_for_the_base_behaviour():
-    plain = SingleDeviceStrategy()
-    plain.precision = Precision32()
-    plain.module = Net()
-    assert direct_step(plain, "training_step") == plain.module.training_step
-    assert direct_backward(plain) is torch.Tensor.backward
-    assert direct_optimizer_step(plain) == plain.precision.optimizer_step
-    assert plain_optimizer_step(plain)
-    counting = CountingStrategy()
-    counting.precision = CountingPrecision()
-    counting.module = Net()
-    assert direct_step(counting, "training_step") is None
-    assert direct_backward(counting) == counting.backward
-    assert direct_optimizer_step(counting) == counting.optimizer_step
-    assert not plain_optimizer_step(counting)
-
-
-def test_a_backward_that_differs_only_inside_step_is_passed_over_outside_it():
-    """DDP's and FSDP's ``backward`` add something only inside ``step`` (manual optimization
-    within the forward): outside it the loops call the precision's, or ``Tensor.backward``. A
-    subclass that overrides ``backward`` again keeps its override on every batch."""
-    from fulmen_strategies import DDPStrategy, FSDPStrategy
-
-    class CountingDDP(DDPStrategy):
-        def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
-            super().backward(loss, *args, **kwargs)
-
-    for strategy in (DDPStrategy(), FSDPStrategy()):
-        assert strategy.plain_backward_outside_step()
-        strategy.precision = Precision32()
-        assert direct_backward(strategy) is torch.Tensor.backward
-        strategy.precision = CountingPrecision()
-        assert direct_backward(strategy) == strategy.precision.backward
-    counting = CountingDDP()
-    counting.precision = Precision32()
-    assert not counting.plain_backward_outside_step()
-    assert direct_backward(counting) == counting.backward
-    assert not CountingStrategy().plain_backward_outside_step()
-
-
 def test_with_a_precision_backward_only_the_precisions_runs_every_batch():
     precision = CountingPrecision()
     lite = fulmen.Lite(accelerator="cpu", plugins=[precision])
@@ -174,24 +128,75 @@ class StepRecordingSGD(torch.optim.SGD):
         return super().step(closure)
 
 
-def test_only_torch_s_own_optimizers_are_stepped_after_their_closure():
-    plain = SingleDeviceStrategy()
-    plain.precision = Precision32()
-    params = [torch.nn.Parameter(torch.zeros(2))]
-    assert closure_first(plain, torch.optim.SGD(params, lr=0.1))
-    assert closure_first(plain, torch.optim.AdamW(params))
-    assert not closure_first(plain, torch.optim.LBFGS(params))  # evaluates it many times
-    assert not closure_first(plain, StepRecordingSGD(params, lr=0.1))
-    with torch.no_grad():  # step(closure) would turn grad on for the closure
-        assert not closure_first(plain, torch.optim.SGD(params, lr=0.1))
-    with mock.patch.object(torch.optim.SGD, "step"):
-        assert not closure_first(plain, torch.optim.SGD(params, lr=0.1))
-    mocked = torch.optim.SGD(params, lr=0.1)
-    mocked.step = mock.MagicMock()  # type: ignore[method-assign]
-    assert not closure_first(plain, mocked)
-    counting = CountingStrategy()
-    counting.precision = Precision32()
-    assert not closure_first(counting, torch.optim.SGD(params, lr=0.1))
+class Ordered(Net):
+    """Records the order of the optimizer's step pre/post-hooks and the step's stages."""
+
+    def __init__(self, accumulate: int = 1) -> None:
+        super().__init__()
+        self.events: list[str] = []
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        self.events.append(f"training_step {batch_idx}")
+        return super().training_step(batch, batch_idx)
+
+    def on_before_zero_grad(self, optimizer: Any) -> None:
+        self.events.append("on_before_zero_grad")
+
+    def on_before_backward(self, loss: torch.Tensor) -> None:
+        self.events.append("on_before_backward")
+
+    def on_after_backward(self) -> None:
+        self.events.append("on_after_backward")
+
+    def on_before_optimizer_step(self, optimizer: Any) -> None:
+        self.events.append("on_before_optimizer_step")
+
+    def configure_optimizers(self) -> Any:
+        optimizer = torch.optim.SGD(self.parameters(), lr=0.1)
+        optimizer.register_step_pre_hook(lambda *_: self.events.append("step pre-hook"))
+        optimizer.register_step_post_hook(lambda *_: self.events.append("step post-hook"))
+        return optimizer
+
+
+def test_an_optimizer_step_pre_hook_runs_before_the_forward_as_in_lightning():
+    """Lightning steps ``optimizer.step(closure)``: the pre-hooks run first, then the closure
+    (training_step, zero_grad, backward), ``on_before_optimizer_step``, the update, the
+    post-hooks. With accumulation the batches inside the window run the closure alone."""
+    flags = dict(max_epochs=1, logger=False, enable_progress_bar=False,
+                 enable_checkpointing=False, enable_model_summary=False)
+    data = DataLoader(TensorDataset(torch.randn(4 * 2, 4)), batch_size=4)
+    module = Ordered()
+    fulmen.Trainer(**flags).fit(module, data)
+    one = ["step pre-hook", "training_step {}", "on_before_zero_grad", "on_before_backward",
+           "on_after_backward", "on_before_optimizer_step", "step post-hook"]
+    assert module.events == [e.format(0) for e in one] + [e.format(1) for e in one]
+    module = Ordered()
+    fulmen.Trainer(accumulate_grad_batches=2, **flags).fit(module, data)
+    assert module.events == [
+        "training_step 0", "on_before_zero_grad", "on_before_backward", "on_after_backward",
+        "step pre-hook", "training_step 1", "on_before_backward", "on_after_backward",
+        "on_before_optimizer_step", "step post-hook"]
+
+
+def test_torch_s_own_optimizers_get_the_closure_too():
+    class Closures(Net):
+        def configure_optimizers(self) -> Any:
+            self.optimizer = torch.optim.AdamW(self.parameters())
+            self.closures = 0
+            original = self.optimizer.step
+
+            def step(closure: Any = None) -> Any:
+                self.closures += closure is not None
+                return original(closure)
+
+            self.optimizer.step = step  # type: ignore[method-assign]
+            return self.optimizer
+
+    module = Closures()
+    fulmen.Trainer(max_epochs=1, logger=False, enable_progress_bar=False,
+                   enable_checkpointing=False, enable_model_summary=False).fit(
+        module, DataLoader(TensorDataset(torch.randn(4 * BATCHES, 4)), batch_size=4))
+    assert module.closures == BATCHES
 
 
 def test_a_subclassed_optimizer_still_gets_the_closure_and_lbfgs_still_trains():
@@ -217,7 +222,7 @@ def test_a_subclassed_optimizer_still_gets_the_closure_and_lbfgs_still_trains():
     assert trainer.global_step == BATCHES and not torch.equal(before, lbfgs.layer.weight)
 
 
-def test_stepping_after_the_closure_trains_exactly_as_step_with_the_closure():
+def test_the_trainer_trains_exactly_as_step_with_the_closure():
     """The same weights, bit for bit, as a plain loop through ``optimizer.step(closure)``."""
     torch.manual_seed(0)
     data = torch.randn(4 * BATCHES, 4)
