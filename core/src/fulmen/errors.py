@@ -20,6 +20,14 @@ class ConfigurationError(FulmenError, ValueError):
     """What the user asked for cannot work: the message says what was given, why, and what would."""
 
 
+class UnsafeCheckpointError(ConfigurationError):
+    """A checkpoint file refers to Python code that safe loading refuses to run."""
+
+
+class CorruptCheckpointError(ConfigurationError):
+    """A checkpoint file is truncated or damaged."""
+
+
 class PluginError(FulmenError):
     """A plugin is broken, clashes with another, or was disabled or failed when it was needed."""
 

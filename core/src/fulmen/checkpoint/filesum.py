@@ -129,7 +129,7 @@ def stored(tail: bytes, where: Path | str = "<bytes>") -> str | None:
     if at > 0 and at + _EOCD_SIZE <= len(end) and \
             struct.unpack("<H", end[at + 20:at + 22])[0] == COMMENT and \
             TAG.startswith(end[at + 22:at + 22 + len(TAG)]):
-        from fulmen.checkpoint.safety import CorruptCheckpointError
+        from fulmen.errors import CorruptCheckpointError
 
         raise CorruptCheckpointError(
             f"checkpoint file {str(where)!r} is truncated or corrupt: it ends "
@@ -177,7 +177,7 @@ def _crc_of_bytes(data: Any, length: int) -> int:
 
 
 def mismatch(path: Path | str, expected: str, actual: str) -> Exception:
-    from fulmen.checkpoint.safety import CorruptCheckpointError
+    from fulmen.errors import CorruptCheckpointError
 
     return CorruptCheckpointError(
         f"checkpoint file {str(path)!r} is corrupt: its bytes do not match the CRC-32C fulmen "

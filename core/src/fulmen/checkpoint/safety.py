@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from fulmen.errors import ConfigurationError
+from fulmen.errors import ConfigurationError, CorruptCheckpointError, UnsafeCheckpointError
 
 TRUST_HINT = (" If you trust the file, load it with weights_only=False (for example "
               "trainer.fit(model, ckpt_path=..., weights_only=False)).")
@@ -27,14 +27,6 @@ _FORCE_NOT = "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"
 _GLOBAL = re.compile(r"GLOBAL ([\w.]+)")
 ZIP_MAGIC = b"PK\x03\x04"
 PICKLE_MAGIC = b"\x80"
-
-
-class UnsafeCheckpointError(ConfigurationError):
-    """A checkpoint file refers to Python code that safe loading refuses to run."""
-
-
-class CorruptCheckpointError(ConfigurationError):
-    """A checkpoint file is truncated or damaged."""
 
 
 def load_file(path: str | os.PathLike[str], *, allow: Sequence[Any] = (),
