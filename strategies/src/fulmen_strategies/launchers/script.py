@@ -21,6 +21,7 @@ counts the child as successful instead of failing the job.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import os
 import shutil
@@ -111,6 +112,13 @@ class ScriptLauncher(Launcher):
         try:
             return function(*args, **kwargs)
         except BaseException:
+            # This rank's error is often a child's death seen from a collective ("connection
+            # closed by peer"): give the children a moment to be reaped, so the report names
+            # the child that died first.
+            deadline = time.monotonic() + 2.0
+            for child in self.children:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    child.wait(timeout=max(0.0, deadline - time.monotonic()))
             for rank, child in enumerate(self.children, start=1):
                 code = child.poll()
                 if code not in (None, 0):
