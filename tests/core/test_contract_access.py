@@ -45,6 +45,9 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "os._exit: the stdlib's documented exit without cleanup (a forked/launched child)",
     ("strategies/src/fulmen_strategies/launchers/script.py", "_exit"):
         "os._exit: the stdlib's documented exit without cleanup (the watcher thread)",
+    ("core/src/fulmen/hang.py", "_exit"):
+        "os._exit: the hang doctor ends a rank whose main thread waits inside a collective "
+        "nothing can interrupt",
     ("strategies/src/fulmen_strategies/launchers/multiprocessing.py", "_exit"):
         "os._exit: a spawned worker that re-imported an unguarded script ends without cleanup",
     ("core/src/fulmen/compiling.py", "_orig_mod"):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import io
 import mmap
 import struct
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -159,7 +160,7 @@ def _crc_of_file(path: Path, length: int) -> int:
     if length <= 0:
         return value
     with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as m:
-        if hasattr(mmap, "MADV_SEQUENTIAL"):
+        if sys.platform.startswith("linux"):  # read ahead: the file is read once, in order
             m.madvise(mmap.MADV_SEQUENTIAL)
         view = memoryview(m)
         try:
