@@ -176,7 +176,7 @@ def test_environment_validation_disagreement_is_reported(fake_hardware, monkeypa
 def test_bad_plugins_entries(fake_hardware):
     with pytest.raises(ConfigurationError, match=r"plugins=\[...\] got <object object at .*> of "
                        r"type object, which fulmen does not know. It takes ClusterEnvironment, "
-                       r"Precision and CheckpointIO instances"):
+                       r"Precision, CheckpointIO and PreemptionNotice instances"):
         fulmen.Trainer(plugins=[object()])
     with pytest.raises(ConfigurationError, match=r"plugins=\[...\] holds two environments: "
                        r"'local' and 'fakecluster'; pass only one"):

@@ -168,8 +168,28 @@ def test_slurm_requeue_failure_says_why(tmp_path, monkeypatch):
         SLURMEnvironment(SLURM).requeue()
 
 
-def test_environments_without_preemption_keep_default_signals():
-    assert TorchElasticEnvironment(TORCHRUN).preemption_signals() == {}
+def test_sigterm_is_a_stop_notice_under_every_scheduler(monkeypatch):
+    """SIGTERM, what torchrun's agent, Kubernetes and LSF send before the kill: a checkpoint at
+    the next step boundary and exit 143 (a restart resumes it); the window is the scheduler's
+    grace period unless FULMEN_PREEMPTION_WINDOW says otherwise."""
+    from fulmen.notices import SignalNotice
+    from fulmen_environments import LocalEnvironment
+
+    monkeypatch.delenv("FULMEN_PREEMPTION_WINDOW", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    torchrun = TorchElasticEnvironment(TORCHRUN)
+    assert torchrun.preemption_signals() == {signal.SIGTERM: "stop"}
+    (notice,) = torchrun.preemption_notices()
+    assert isinstance(notice, SignalNotice) and notice.window == 30.0
+    assert LocalEnvironment().preemption_window() is None
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")  # a plain pod: local, 30 s
+    assert LocalEnvironment().preemption_window() == 30.0
+    monkeypatch.setenv("FULMEN_PREEMPTION_WINDOW", "90")  # terminationGracePeriodSeconds: 90
+    assert LocalEnvironment().preemption_window() == 90.0 and torchrun.preemption_window() == 90
+    monkeypatch.setenv("FULMEN_PREEMPTION_WINDOW", "soon")
+    with pytest.raises(ConfigurationError, match="FULMEN_PREEMPTION_WINDOW='soon': expected the "
+                                                 "seconds between a stop notice and the kill"):
+        torchrun.preemption_window()
     assert TorchElasticEnvironment({**TORCHRUN, "TORCHELASTIC_RESTART_COUNT": "1"}
                                    ).restart_count() == 1
     with pytest.raises(NotImplementedError, match="'torchelastic' environment cannot requeue"):

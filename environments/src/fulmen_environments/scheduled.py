@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Mapping
 
 from fulmen import ClusterEnvironment
@@ -28,6 +29,19 @@ class ScheduledEnvironment(ClusterEnvironment):
 
     def set_world_size(self, size: int) -> None:
         pass
+
+    #: seconds the scheduler waits between SIGTERM and SIGKILL, when it is fixed
+    sigterm_window: float | None = None
+
+    def preemption_signals(self) -> Mapping[int, str]:
+        """SIGTERM (what a scheduler sends before it kills the job): save a checkpoint at the
+        next step boundary and exit with 143, so the supervisor (torchrun's agent, a Job's
+        restart policy) restarts the job, which resumes with ``ckpt_path="last"``."""
+        return {signal.SIGTERM: "stop"}
+
+    def preemption_window(self) -> float | None:
+        window = super().preemption_window()
+        return self.sigterm_window if window is None else window
 
     def set_global_rank(self, rank: int) -> None:
         pass

@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from fulmen.api.naming import Named
+
+if TYPE_CHECKING:
+    from fulmen.api.notice import PreemptionNotice
+
+#: seconds between a stop notice and the hard kill, when the job knows better than its
+#: environment (Kubernetes: the pod's terminationGracePeriodSeconds)
+WINDOW_VARIABLE = "FULMEN_PREEMPTION_WINDOW"
 
 
 class ClusterEnvironment(Named, ABC):
     """Tells fulmen how processes are laid out on a cluster.
 
     Implement the abstract members; ``validate_settings``, ``teardown`` and the preemption members
-    (``preemption_signals``, ``requeue``, ``restart_count``) are optional. Pass an
+    (``preemption_signals``, ``preemption_window``, ``preemption_notices``, ``requeue``,
+    ``restart_count``) are optional. Pass an
     instance with ``Trainer(plugins=[MyCluster()])`` or ship it as a plugin (``EnvironmentSpec`` +
     the ``fulmen_detect_environment`` hook).
     """
@@ -78,6 +88,38 @@ class ClusterEnvironment(Named, ABC):
         same batch. The default is none: signals keep Python's default behaviour.
         """
         return {}
+
+    def preemption_window(self) -> float | None:
+        """Seconds the scheduler leaves between its notice and the hard kill (None: unknown).
+
+        The default reads ``FULMEN_PREEMPTION_WINDOW``; environments whose scheduler fixes the
+        window return it when the variable is not set."""
+        value = os.environ.get(WINDOW_VARIABLE)
+        if value is None:
+            return None
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = -1.0
+        if not seconds > 0:
+            from fulmen.errors import ConfigurationError
+
+            raise ConfigurationError(f"{WINDOW_VARIABLE}={value!r}: expected the seconds "
+                                     "between a stop notice and the kill, such as 30")
+        return seconds
+
+    def preemption_notices(self) -> Sequence[PreemptionNotice]:
+        """The sources of stop notices under this scheduler, started for each ``fit``.
+
+        The default watches :meth:`preemption_signals` (a ``fulmen.notices.SignalNotice`` with
+        :meth:`preemption_window`). Override to add others, such as a cloud provider's spot
+        notice (``fulmen_environments.notices``); ``Trainer(plugins=[...])`` adds more."""
+        signals = self.preemption_signals()
+        if not signals:
+            return ()
+        from fulmen.notices import SignalNotice
+
+        return (SignalNotice(signals, self.preemption_window()),)
 
     def requeue(self) -> None:
         """Put this job back into the scheduler's queue (called on global rank zero only, after

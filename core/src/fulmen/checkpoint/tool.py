@@ -11,6 +11,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Sequence
+from datetime import UTC
 from typing import Any
 
 from fulmen import storage
@@ -52,6 +53,7 @@ def describe(path: str) -> dict[str, Any]:
         "path": str(path), "kind": found["kind"], "origin": origin, "checksum": checksum,
         "progress": {k: compact(content[k]) for k in PROGRESS_KEYS if k in content},
         "hyperparameters": content.get("hyper_parameters") or {},
+        "fault_tolerance": content.get("fault_tolerance") or {},
         "tensors": tensors,
         "total_bytes": sum(t["bytes"] for t in tensors.values()),
         "files": found["files"],
@@ -85,6 +87,7 @@ def _print_inspect(report: dict[str, Any]) -> None:
     hparams = report["hyperparameters"]
     print("hyperparameters: " + (json.dumps(hparams, default=str, sort_keys=True)
                                  if hparams else "none"))
+    _print_fault_tolerance(report.get("fault_tolerance") or {})
     tensors = report["tensors"]
     print(f"tensors: {len(tensors)}, {_human(report['total_bytes'])}")
     width = max([len(k) for k in tensors] + [4])
@@ -109,6 +112,31 @@ def _checksum_note(path: str) -> str:
     crc = filesum.stored_in(file)
     return (f" (CRC-32C {crc} matches)" if crc else
             " (this file carries no checksum: only the CRC-32 of each zip record was checked)")
+
+
+def _print_fault_tolerance(entry: dict[str, Any]) -> None:
+    """When and why the checkpoint was saved, the notice that caused it, and the lost work of
+    every resume that led to it."""
+    from datetime import datetime
+
+    from fulmen.trainer.lost_work import Resume, describe_preemption
+
+    if not entry:
+        return
+    saved = entry.get("saved_at")
+    when = datetime.fromtimestamp(saved, UTC).isoformat(timespec="seconds") \
+        if isinstance(saved, int | float) else "?"
+    print(f"saved: {when} at step {entry.get('global_step')} ({entry.get('reason', '?')})")
+    if isinstance(entry.get("notice"), dict):
+        print("notice: " + describe_preemption(entry["notice"]))
+    resumes = [r for r in entry.get("resumes", []) if isinstance(r, dict)]
+    print(f"lost work: {len(resumes)} resume(s)" + (
+        ", " + f"{sum(r.get('steps_redone') or 0 for r in resumes)} step(s) and "
+        f"{sum(r.get('seconds_redone') or 0.0 for r in resumes):.1f} s redone in all"
+        if resumes else ""))
+    fields = set(Resume.__dataclass_fields__)
+    for record in resumes:
+        print("  " + Resume(**{k: v for k, v in record.items() if k in fields}).describe())
 
 
 def _human(size: int) -> str:

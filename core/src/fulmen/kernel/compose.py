@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fulmen.api import Accelerator, CheckpointIO, ClusterEnvironment, Launcher, Precision, Strategy
+from fulmen.api.notice import PreemptionNotice
 from fulmen.errors import (
     ConfigurationError,
     FulmenDeprecationWarning,
@@ -44,6 +45,8 @@ class Selection:
     device_ids: tuple[int, ...]
     num_nodes: int
     interactive: bool
+    #: stop-notice sources passed in ``plugins=[...]`` (besides the environment's own)
+    notices: tuple[PreemptionNotice, ...] = ()
 
     @property
     def num_devices(self) -> int:
@@ -90,11 +93,15 @@ class _Composer:
         return name
 
     def sort_plugins(self, plugins: Sequence[Any]) -> dict[str, Any]:
-        """Split ``plugins=[...]`` into one environment, precision and checkpoint IO at most."""
+        """Split ``plugins=[...]`` into one environment, precision and checkpoint IO at most,
+        and any number of stop-notice sources (``notices``)."""
         roles = {"environment": ClusterEnvironment, "precision": Precision,
                  "checkpoint_io": CheckpointIO}
-        found: dict[str, Any] = {}
+        found: dict[str, Any] = {"notices": []}
         for item in plugins:
+            if isinstance(item, PreemptionNotice):
+                found["notices"].append(item)
+                continue
             role = next((r for r, base in roles.items() if isinstance(item, base)), None)
             if role is None and isinstance(item, str):
                 role = next((k for k in ("environment", "precision")
@@ -118,7 +125,8 @@ class _Composer:
             elif role is None:
                 self.fail(
                     f"plugins=[...] got {item!r} of type {type(item).__name__}, which fulmen does "
-                    "not know. It takes ClusterEnvironment, Precision and CheckpointIO instances, "
+                    "not know. It takes ClusterEnvironment, Precision, CheckpointIO and "
+                    "PreemptionNotice instances, "
                     "or names of environments "
                     f"({format_choices(self.catalog.names('environment'))}) and precisions "
                     f"({format_choices(self.catalog.names('precision'))})."
@@ -289,7 +297,8 @@ def compose(accelerator: Any = "auto", strategy: Any = "auto", devices: Any = "a
                  checkpoint_io=extra.get("checkpoint_io"))
     strat.launcher = launcher = _create_launcher(strat, strat_entry)
     selection = Selection(env, acc, strat, prec, launcher,
-                          extra.get("checkpoint_io"), tuple(device_ids), num_nodes, interactive)
+                          extra.get("checkpoint_io"), tuple(device_ids), num_nodes, interactive,
+                          tuple(extra["notices"]))
     for _, message in manager.collect("fulmen_check_selection", selection=selection):
         c.fail(str(message))
     c.raise_errors()

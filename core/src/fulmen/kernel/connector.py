@@ -13,6 +13,7 @@ from fulmen.kernel.manager import get_plugin_manager
 
 if TYPE_CHECKING:
     from fulmen.api import Accelerator, ClusterEnvironment, Launcher, Precision, Strategy
+    from fulmen.api.notice import PreemptionNotice
 
 
 def select(owner: str, *, accelerator: Any, strategy: Any, devices: Any, num_nodes: Any,
@@ -58,6 +59,12 @@ class SelectionReport(LaunchOwner):
     @property
     def cluster_environment(self) -> ClusterEnvironment:
         return self._selection.environment
+
+    @property
+    def preemption_notices(self) -> tuple[PreemptionNotice, ...]:
+        """The stop-notice sources passed in ``plugins=[...]`` (the cluster environment's own
+        come from ``cluster_environment.preemption_notices()``)."""
+        return self._selection.notices
 
     @property
     def launcher(self) -> Launcher | None:

@@ -1,19 +1,21 @@
-"""Preemption: the cluster environment names the signals its scheduler sends before it stops a job
-(``ClusterEnvironment.preemption_signals``); the fit loop answers them between two batches."""
+"""Preemption: stop notices (``fulmen.api.notice.PreemptionNotice``) from the cluster
+environment (``ClusterEnvironment.preemption_notices()``: its signals by default) and from
+``Trainer(plugins=[...])``; the fit loop answers them between two batches, every rank after the
+same one, with one checkpoint and the scheduler's exit convention."""
 
 from __future__ import annotations
 
 import re
 import signal
-import threading
 import time
 from collections.abc import Callable
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from fulmen import storage
+from fulmen.api.notice import Notice, PreemptionNotice
 from fulmen.errors import ConfigurationError, FulmenError
 from fulmen.status import configure_logging
+from fulmen.trainer.lost_work import Ledger, describe_preemption
 
 if TYPE_CHECKING:
     from fulmen.trainer.trainer import Trainer
@@ -35,26 +37,37 @@ class Preempted(Exception):
 
     @property
     def exit_code(self) -> int:
-        """0 after a requeue (the job goes on later); 128 + the signal number after a stop."""
+        """0 after a requeue (the job goes on later); 128 + the signal number after a stop
+        (143 after SIGTERM or a cloud notice), so a supervisor that restarts failed jobs
+        (torchrun's agent, a Kubernetes restart policy) restarts this one."""
         return 0 if self.action == "requeue" else 128 + self.signum
 
 
 class Preemption:
-    """Installs the environment's signal handlers for one ``fit`` (main thread only) and restores
-    the previous handlers afterwards. A handler only records the request; :meth:`poll` makes all
-    ranks agree on it, so every rank checkpoints after the same batch."""
+    """One ``fit``'s stop notices and lost-work ledger: starts every notice source when the fit
+    starts and stops them afterwards. A source only records a notice (:meth:`announce`);
+    :meth:`poll` makes all ranks agree on it, so every rank checkpoints after the same batch."""
 
     def __init__(self, trainer: Trainer) -> None:
         self.trainer = trainer
         env = trainer.cluster_environment
-        self.actions = dict(env.preemption_signals())
-        wrong = {s: a for s, a in self.actions.items() if a not in ("requeue", "stop")}
+        sources = [*env.preemption_notices(), *trainer.preemption_notices]
+        wrong = [s for s in sources if not isinstance(s, PreemptionNotice)]
         if wrong:
-            raise ConfigurationError(f"the {env.name!r} environment's preemption_signals() maps "
-                                     f"signals to {wrong}; the actions are 'requeue' and 'stop'")
+            raise ConfigurationError(
+                f"the {env.name!r} environment's preemption_notices() returned {wrong!r}; "
+                "it must return fulmen.api.notice.PreemptionNotice instances (such as "
+                "fulmen.notices.SignalNotice)")
+        #: every configured source (the same on every rank); ``watching``: those started here
+        self.sources: list[PreemptionNotice] = sources
+        self.watching: list[PreemptionNotice] = []
         self.received: str | None = None
         self.signum = 0
-        self._previous: dict[int, Any] = {}
+        #: the first notice this rank received, and the step it arrived at
+        self.notice: Notice | None = None
+        self.notice_step: int | None = None
+        self.ledger = Ledger(trainer)
+        self.reason = "periodic"  # why the checkpoint being written is written
         self._pending: Callable[[], int] | None = None
         self._polls = 0  # polls so far (one per stepped batch)
         #: agreements started so far (distributed runs): far fewer than the steps
@@ -64,26 +77,43 @@ class Preemption:
 
     @property
     def active(self) -> bool:
-        return bool(self._previous)
+        """Whether the fit loop polls: a source is configured (on every rank alike), or a
+        resumed run has its lost work to report after the first step."""
+        return bool(self.sources) or self.ledger.resume is not None
 
     def __enter__(self) -> Preemption:
-        if self.actions and threading.current_thread() is threading.main_thread():
-            for signum in self.actions:
-                self._previous[signum] = signal.signal(signum, self._handle)
+        trainer = self.trainer
+        self.ledger.start(trainer.run_state.restore, trainer.ckpt_path)
+        local_zero = trainer.local_rank == 0
+        try:
+            for source in self.sources:
+                if source.per_node and not local_zero:
+                    continue
+                source.start(self.announce)
+                self.watching.append(source)
+        except BaseException:
+            self.__exit__(None)
+            raise
+        if self.watching and trainer.is_global_zero:
+            configure_logging().info("watching for stop notices: %s",
+                                     "; ".join(s.describe() for s in self.watching))
         return self
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
         if exc_type is None:
             self.finish()
         self._pending = None
-        for signum, previous in self._previous.items():
-            signal.signal(signum, previous)
-        self._previous.clear()
+        for source in reversed(self.watching):
+            source.stop()
+        self.watching.clear()
+        self.ledger.stop()
 
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        action = self.actions[signum]
-        if _CODES[action] > _CODES[self.received]:
-            self.received, self.signum = action, signum
+    def announce(self, notice: Notice) -> None:
+        """Record ``notice`` (from any thread or a signal handler); the strongest action wins."""
+        if _CODES[notice.action] > _CODES[self.received]:
+            self.received, self.signum = notice.action, notice.signum
+            if self.notice is None:
+                self.notice, self.notice_step = notice, self.trainer.global_step
 
     def poll(self) -> str | None:
         """The action every rank takes now (None: go on).
@@ -95,6 +125,8 @@ class Preemption:
         is read at the next one, so a signal any rank saw is acted on by every rank, after the
         same batch, within about two vote intervals.
         """
+        if not self.ledger.reported:
+            self.ledger.report()
         code = _CODES[self.received]
         if self.trainer.world_size <= 1:
             return _ACTIONS[code]
@@ -132,15 +164,28 @@ class Preemption:
             pending()
 
     def act(self, action: str) -> Preempted:
-        """Write the preemption checkpoint, requeue on rank zero, return the exception that ends
-        the run."""
+        """Write the preemption checkpoint and wait until it is committed (an asynchronous
+        save included), requeue on rank zero, log the notice against its window, and return
+        the exception that ends the run."""
         trainer = self.trainer
+        started = time.monotonic()
         path = trainer.strategy.broadcast(
             next_hpc_path(trainer.default_root_dir) if trainer.is_global_zero
             else None)
-        trainer.save_checkpoint(path)
-        name = signal.Signals(self.signum).name if self.signum else "a signal"
+        self.reason = "preemption"
+        try:
+            trainer.save_checkpoint(path)
+            trainer.strategy.checkpoint_io.teardown()  # an asynchronous save: wait for it
+            trainer.strategy.barrier("preemption-committed")
+        finally:
+            self.reason = "periodic"
+        record = self.record(time.monotonic() - started)
+        self.ledger.preempted(record)
+        name = self.notice.detail if self.notice is not None else \
+            signal.Signals(self.signum).name if self.signum else "a stop notice"
         log = configure_logging()
+        if trainer.is_global_zero:
+            log.warning("%s; saved %s", describe_preemption(record), path)
         if action == "requeue" and trainer.is_global_zero:
             try:
                 trainer.cluster_environment.requeue()
@@ -152,6 +197,35 @@ class Preemption:
             log.warning("%s received; saved %s; stopping (resume with ckpt_path=%r or "
                         "ckpt_path='last')", name, path, path)
         return Preempted(action, self.signum, path)
+
+    def notice_entry(self) -> dict[str, Any]:
+        """The notice as this rank knows it: its own, or (received by another rank and carried
+        by the vote) the signal and the configured window."""
+        notice = self.notice
+        if notice is not None:
+            return {"source": notice.source, "detail": notice.detail, "window": notice.window,
+                    "received": notice.received, "step": self.notice_step}
+        windows = [s.window for s in self.sources if s.window is not None]
+        detail = signal.Signals(self.signum).name if self.signum else "?"
+        return {"source": "another rank", "detail": detail,
+                "window": min(windows) if windows else None, "received": None,
+                "step": self.trainer.global_step}
+
+    def record(self, save_seconds: float) -> dict[str, Any]:
+        """What a preemption was: the notice, the step the checkpoint holds, the save time."""
+        entry = self.notice_entry()
+        entry["save_seconds"] = save_seconds
+        entry["checkpoint_step"] = self.trainer.global_step
+        if entry["received"] is not None:
+            entry["seconds_since_notice"] = time.time() - entry["received"]
+        return entry
+
+    def checkpoint_entry(self) -> dict[str, Any]:
+        """What the checkpoint being written records under ``fault_tolerance``."""
+        entry = self.ledger.checkpoint_entry(self.reason)
+        if self.reason == "preemption":
+            entry["notice"] = self.notice_entry()
+        return entry
 
 
 def hpc_checkpoints(root: str) -> list[tuple[int, str]]:

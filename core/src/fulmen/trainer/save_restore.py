@@ -45,6 +45,11 @@ def dump(trainer: Trainer, weights_only: bool = False) -> dict[str, Any]:
                                       str(trainer.precision), trainer.strategy.device_mesh,
                                       trainer.strategy.data_parallel_size),
     }
+    preemption = trainer.run_state.preemption
+    if preemption is not None:  # when it was saved and why; the resumes that led here
+        from fulmen.trainer.lost_work import KEY
+
+        checkpoint[KEY] = preemption.checkpoint_entry()
     if not weights_only:
         checkpoint.update({
             "loops": {"fit": trainer.fit_loop.state_dict()},

@@ -12,6 +12,7 @@ REQUIRED = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")
 
 class KubeflowEnvironment(EnvVariablesEnvironment):
     name = "kubeflow"
+    sigterm_window = 30.0  # Kubernetes' default terminationGracePeriodSeconds
 
     @staticmethod
     def detect() -> bool:

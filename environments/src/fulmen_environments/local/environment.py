@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
+from collections.abc import Mapping
 
 from fulmen import ClusterEnvironment, ConfigurationError
 
@@ -40,6 +42,19 @@ class LocalEnvironment(ClusterEnvironment):
     @staticmethod
     def detect() -> bool:
         return True
+
+    def preemption_signals(self) -> Mapping[int, str]:
+        """SIGTERM (``kill``, a container runtime stopping the container, Kubernetes evicting a
+        pod): save a checkpoint at the next step boundary and exit with 143."""
+        return {signal.SIGTERM: "stop"}
+
+    def preemption_window(self) -> float | None:
+        """``FULMEN_PREEMPTION_WINDOW`` if set; in a Kubernetes pod, 30 s (the default
+        ``terminationGracePeriodSeconds``); otherwise unknown."""
+        window = super().preemption_window()
+        if window is None and "KUBERNETES_SERVICE_HOST" in os.environ:
+            return 30.0
+        return window
 
     def world_size(self) -> int:
         if self.creates_processes_externally and "WORLD_SIZE" in os.environ:

@@ -29,6 +29,7 @@ def read_rank_file(path: str) -> list[str]:
 
 class LSFEnvironment(ScheduledEnvironment):
     name = "lsf"
+    sigterm_window = 10.0  # bkill: SIGINT, SIGTERM, then SIGKILL after JOB_TERMINATE_INTERVAL
 
     @property
     def hosts(self) -> list[str]:

@@ -19,6 +19,7 @@ class TorchElasticEnvironment(EnvVariablesEnvironment):
     checkpoint."""
 
     name = "torchelastic"
+    sigterm_window = 30.0  # torchrun's agent: SIGTERM, then SIGKILL 30 s later
 
     @staticmethod
     def detect() -> bool:

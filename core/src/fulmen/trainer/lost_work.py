@@ -1,0 +1,232 @@
+"""Lost work as a number: how much training a failure or a preemption cost.
+
+Global rank zero keeps a heartbeat, ``fulmen_progress.json`` in ``default_root_dir``: the step
+and wall-clock time, written by a daemon thread every :data:`HEARTBEAT_SECONDS` while the step
+advances (nothing on the training thread), and once more when a preemption checkpoint is
+committed, with the notice and how long the save took. Every checkpoint carries
+``fault_tolerance`` (:func:`checkpoint_entry`): when it was saved, why, and the resumes that led
+to it.
+
+When ``fit`` resumes, the previous attempt's heartbeat and the checkpoint give the
+:class:`Resume` record: steps and seconds redone since that checkpoint (bounded below by the
+heartbeat's period after a hard kill; exact after a notice), the time from the failure (the last
+heartbeat) to the first step after the restart, and the preemption save time against its window.
+It is logged, sent to the loggers (``fault_tolerance/*``) and kept in later checkpoints, where
+``fulmen checkpoint inspect`` shows it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from fulmen import storage
+
+if TYPE_CHECKING:
+    from fulmen.trainer.trainer import Trainer
+
+KEY = "fault_tolerance"
+FILE = "fulmen_progress.json"
+#: seconds between two heartbeats while the step advances
+HEARTBEAT_SECONDS = 0.25
+#: seconds between two looks at the step while waiting for the first one after a resume
+FIRST_STEP_POLL = 0.005
+
+
+@dataclass
+class Resume:
+    """What one restart cost (all seconds are wall-clock)."""
+
+    #: the checkpoint resumed from, and its step
+    checkpoint: str
+    checkpoint_step: int
+    #: the last step the previous attempt was seen at (its heartbeat), and when
+    failed_step: int | None
+    failed_at: float | None
+    #: optimizer steps and seconds of training redone: from the checkpoint to the failure
+    steps_redone: int | None
+    seconds_redone: float | None
+    #: seconds from the failure to the first step after the restart (None until it ran)
+    recovery_seconds: float | None = None
+    #: the preemption that stopped the previous attempt, if one did: its notice's source,
+    #: the step it arrived at, the window and the seconds the checkpoint took to commit
+    preemption: dict[str, Any] | None = None
+
+    def metrics(self) -> dict[str, float]:
+        """The numbers, for a logger (``fault_tolerance/<name>``)."""
+        values = {"steps_redone": self.steps_redone, "seconds_redone": self.seconds_redone,
+                  "recovery_seconds": self.recovery_seconds}
+        if self.preemption is not None:
+            values["preemption_save_seconds"] = self.preemption.get("save_seconds")
+            values["preemption_window_seconds"] = self.preemption.get("window")
+        return {f"{KEY}/{k}": float(v) for k, v in values.items() if v is not None}
+
+    def describe(self) -> str:
+        redone = ("an unknown number of steps (no heartbeat of the previous attempt)"
+                  if self.steps_redone is None else
+                  f"{self.steps_redone} step(s) ({self.seconds_redone or 0:.1f} s) redone")
+        text = (f"resumed from {self.checkpoint} at step {self.checkpoint_step}: {redone} since "
+                "that checkpoint")
+        if self.recovery_seconds is not None:
+            text += f"; {self.recovery_seconds:.1f} s from the failure to the first step"
+        if self.preemption is not None:
+            text += "; " + describe_preemption(self.preemption)
+        return text
+
+
+def describe_preemption(record: dict[str, Any]) -> str:
+    """``notice at step 1234 (SIGTERM from signal), 30 s window, checkpoint committed in 4.1 s``."""
+    window = record.get("window")
+    text = (f"notice at step {record.get('step')} ({record.get('detail') or '?'} from "
+            f"{record.get('source')}), "
+            + (f"{window:.0f} s window" if window is not None else "window unknown"))
+    if record.get("save_seconds") is not None:
+        text += f", checkpoint committed in {record['save_seconds']:.1f} s"
+        if window is not None and record["save_seconds"] > window:
+            text += " (LATE: after the window closed)"
+    return text
+
+
+class Ledger:
+    """One fit's accounting (global rank zero writes; every rank keeps the records)."""
+
+    def __init__(self, trainer: Trainer) -> None:
+        self.trainer = trainer
+        self.writes = trainer.is_global_zero
+        self.path = storage.join(trainer.default_root_dir, FILE)
+        self.resume: Resume | None = None
+        #: the resumes that led to this run, oldest first (kept in every checkpoint)
+        self.history: list[dict[str, Any]] = []
+        self.preemption: dict[str, Any] | None = None
+        self.reported = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._start_step = trainer.global_step
+
+    # ------------------------------------------------------------------ start and stop
+
+    def start(self, restored: dict[str, Any] | None, ckpt_path: str | None) -> None:
+        """Read what the previous attempt left (on a resume), then start the heartbeat."""
+        if restored is not None:
+            found = restored.get(KEY)
+            entry: dict[str, Any] = found if isinstance(found, dict) else {}
+            self.history = list(entry.get("resumes", []))
+            self.resume = self._resume(entry, restored, ckpt_path or "?")
+        self._start_step = self.trainer.global_step
+        if self.writes or self.resume is not None:
+            self._thread = threading.Thread(target=self._beat, daemon=True,
+                                            name="fulmen-heartbeat")
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(2)
+            self._thread = None
+
+    def _resume(self, entry: dict[str, Any], restored: dict[str, Any], path: str) -> Resume:
+        step = int(restored.get("global_step", 0))
+        beat = read_heartbeat(self.trainer.default_root_dir) if self.trainer.is_global_zero \
+            else None
+        beat = self.trainer.strategy.broadcast(beat)
+        saved_at = entry.get("saved_at")
+        if not beat or beat.get("step") is None or beat.get("step", -1) < step:
+            # no heartbeat, or one from an older run than this checkpoint: unknown
+            return Resume(path, step, None, None, None, None)
+        failed_step, failed_at = int(beat["step"]), float(beat["time"])
+        redone = failed_step - step
+        seconds = max(failed_at - float(saved_at), 0.0) if saved_at is not None and redone \
+            else 0.0
+        preemption = beat.get("preemption")
+        if preemption is not None and preemption.get("step") != failed_step:
+            preemption = None  # from an earlier attempt
+        return Resume(path, step, failed_step, failed_at, redone, seconds,
+                      preemption=preemption)
+
+    # ------------------------------------------------------------------ heartbeat
+
+    def _beat(self) -> None:
+        written = None
+        trainer = self.trainer
+        while not self._stop.is_set():
+            step = trainer.global_step
+            if self.resume is not None and self.resume.recovery_seconds is None and \
+                    step != self._start_step:
+                self._first_step_done()
+            if self.writes and step != written:
+                self.write(step)
+                written = step
+            waiting = self.resume is not None and self.resume.recovery_seconds is None
+            self._stop.wait(FIRST_STEP_POLL if waiting else HEARTBEAT_SECONDS)
+
+    def _first_step_done(self) -> None:
+        assert self.resume is not None
+        if self.resume.failed_at is not None:
+            self.resume.recovery_seconds = max(time.time() - self.resume.failed_at, 0.0)
+        self.history.append(asdict(self.resume))
+        if self.trainer.is_global_zero:
+            from fulmen.status import configure_logging
+
+            configure_logging().warning("%s", self.resume.describe())
+
+    def write(self, step: int, **extra: Any) -> None:
+        """Write the heartbeat (atomically: a reader sees the old or the new one)."""
+        record = {"step": step, "time": time.time(), "epoch": self.trainer.current_epoch,
+                  "pid": os.getpid(), **extra}
+        if self.preemption is not None:
+            record["preemption"] = self.preemption
+        if storage.is_url(self.path):
+            with storage.open_file(self.path, "w") as handle:
+                handle.write(json.dumps(record))
+            return
+        local = storage.local(self.path)
+        os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
+        temporary = f"{local}.tmp-{os.getpid()}"
+        with open(temporary, "w") as handle:
+            handle.write(json.dumps(record))
+        os.replace(temporary, local)
+
+    # ------------------------------------------------------------------ what others read
+
+    def report(self) -> None:
+        """On the training thread, after the first step of a resumed fit: send the record to
+        the loggers (once)."""
+        if self.reported or self.resume is None or self.resume.recovery_seconds is None:
+            return
+        self.reported = True
+        if self.trainer.is_global_zero:
+            for logger in self.trainer.loggers:
+                logger.log_metrics(self.resume.metrics(), self.trainer.global_step)
+
+    def preempted(self, record: dict[str, Any]) -> None:
+        """A preemption checkpoint was committed: remember it and write the heartbeat now."""
+        self.preemption = record
+        if self.writes:
+            self.stop()
+            self.write(int(record["step"]))
+
+    def checkpoint_entry(self, reason: str) -> dict[str, Any]:
+        """What a checkpoint saved now records under ``fault_tolerance``."""
+        entry: dict[str, Any] = {"saved_at": time.time(), "reason": reason,
+                                 "global_step": self.trainer.global_step,
+                                 "resumes": list(self.history)}
+        if self.resume is not None and self.resume.recovery_seconds is None:
+            entry["resumes"].append(asdict(self.resume))  # saved before the first step
+        return entry
+
+
+def read_heartbeat(root: str) -> dict[str, Any] | None:
+    """The heartbeat a run left in ``root``, or None."""
+    path = storage.join(root, FILE)
+    try:
+        if not storage.exists(path):
+            return None
+        with storage.open_file(path, "r") as handle:
+            data = json.loads(handle.read())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
