@@ -168,8 +168,10 @@ class CrashAt(fulmen.Callback):
 def test_lost_work_after_a_crash_is_logged_checkpointed_and_inspected(tmp_path, caplog):
     caplog.set_level("WARNING", logger="fulmen")
     every_two = ModelCheckpoint(dirpath=tmp_path / "ckpt", every_n_train_steps=2, save_top_k=-1)
-    with pytest.raises(RuntimeError, match="the node died"):
-        train(3, tmp_path, callbacks=[every_two, CrashAt(7)])
+    with pytest.raises(RuntimeError, match="the node died"), \
+            pytest.warns(UserWarning, match="No checkpoint will be loaded"):
+        # the restart-safe line from the first attempt: it keeps the heartbeat
+        train(3, tmp_path, callbacks=[every_two, CrashAt(7)], ckpt_path="last")
     beat = lost_work.read_heartbeat(str(tmp_path))
     assert beat is not None and beat["step"] == 7
     logger = CSVLogger(tmp_path, name="logs")
@@ -191,6 +193,12 @@ def test_lost_work_after_a_crash_is_logged_checkpointed_and_inspected(tmp_path, 
     assert shown.returncode == 0, shown.stderr
     assert "(periodic)" in shown.stdout and "lost work: 1 resume(s), 1 step(s) and" in shown.stdout
     assert "resumed from " in shown.stdout and "from the failure to the first step" in shown.stdout
+
+
+def test_a_plain_local_run_writes_nothing_beside_its_checkpoints(tmp_path):
+    every_two = ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=2, save_top_k=1)
+    train(1, tmp_path, callbacks=[every_two, CrashAt(-1)])
+    assert not (tmp_path / lost_work.FILE).exists()
 
 
 def test_sigterm_under_the_local_environment_saves_and_exits_143(tmp_path):

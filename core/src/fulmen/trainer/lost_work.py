@@ -1,8 +1,10 @@
 """Lost work as a number: how much training a failure or a preemption cost.
 
-Global rank zero keeps a heartbeat, ``fulmen_progress.json`` in ``default_root_dir``: the step
-and wall-clock time, written by a daemon thread every :data:`HEARTBEAT_SECONDS` while the step
-advances (nothing on the training thread), and once more when a preemption checkpoint is
+Global rank zero keeps a heartbeat, ``fulmen_progress.json`` in ``default_root_dir``, in a run
+that may be restarted (:func:`restartable`) from the moment it has a checkpoint to lose work
+against (it resumed from one, or saved one): the
+step and wall-clock time, written by a daemon thread every :data:`HEARTBEAT_SECONDS` while the
+step advances (nothing on the training thread), and once more when a preemption checkpoint is
 committed, with the notice and how long the save took. Every checkpoint carries
 ``fault_tolerance`` (:func:`checkpoint_entry`): when it was saved, why, and the resumes that led
 to it.
@@ -52,6 +54,8 @@ class Resume:
     seconds_redone: float | None
     #: seconds from the failure to the first step after the restart (None until it ran)
     recovery_seconds: float | None = None
+    #: when the first step after the restart finished (None until it did)
+    first_step_at: float | None = None
     #: the preemption that stopped the previous attempt, if one did: its notice's source,
     #: the step it arrived at, the window and the seconds the checkpoint took to commit
     preemption: dict[str, Any] | None = None
@@ -91,21 +95,45 @@ def describe_preemption(record: dict[str, Any]) -> str:
     return text
 
 
+def restartable(trainer: Trainer, requested: Any) -> bool:
+    """Whether a run keeps the heartbeat: a scheduler started its processes (torchrun, SLURM,
+    Kubeflow...), it watches notices passed in ``plugins=[...]``, or it asked for
+    ``ckpt_path="last"`` (the restart-safe line). Other local runs write nothing beside their
+    checkpoints (a resume still reads a heartbeat it finds)."""
+    return (trainer.cluster_environment.creates_processes_externally
+            or bool(trainer.preemption_notices) or requested == "last")
+
+
 class Ledger:
     """One fit's accounting (global rank zero writes; every rank keeps the records)."""
 
-    def __init__(self, trainer: Trainer) -> None:
+    def __init__(self, trainer: Trainer, requested: Any = None) -> None:
         self.trainer = trainer
-        self.writes = trainer.is_global_zero
+        self.writes = trainer.is_global_zero and restartable(trainer, requested)
         self.path = storage.join(trainer.default_root_dir, FILE)
         self.resume: Resume | None = None
         #: the resumes that led to this run, oldest first (kept in every checkpoint)
         self.history: list[dict[str, Any]] = []
         self.preemption: dict[str, Any] | None = None
         self.reported = False
+        #: whether the heartbeat is written: once there is a checkpoint to count lost work from
+        self.armed = False
         self._stop = threading.Event()
+        self._writing = threading.Lock()  # the heartbeat thread and a save both write
         self._thread: threading.Thread | None = None
         self._start_step = trainer.global_step
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A pickled Trainer keeps the records, not the heartbeat thread."""
+        state = dict(self.__dict__)
+        for name in ("_stop", "_writing", "_thread"):
+            state.pop(name)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._stop, self._writing, self._thread = threading.Event(), threading.Lock(), None
+        self._stop.set()
 
     # ------------------------------------------------------------------ start and stop
 
@@ -116,6 +144,7 @@ class Ledger:
             entry: dict[str, Any] = found if isinstance(found, dict) else {}
             self.history = list(entry.get("resumes", []))
             self.resume = self._resume(entry, restored, ckpt_path or "?")
+            self.armed = True
         self._start_step = self.trainer.global_step
         if self.writes or self.resume is not None:
             self._thread = threading.Thread(target=self._beat, daemon=True,
@@ -142,7 +171,7 @@ class Ledger:
         seconds = max(failed_at - float(saved_at), 0.0) if saved_at is not None and redone \
             else 0.0
         preemption = beat.get("preemption")
-        if preemption is not None and preemption.get("step") != failed_step:
+        if preemption is not None and preemption.get("checkpoint_step") != failed_step:
             preemption = None  # from an earlier attempt
         return Resume(path, step, failed_step, failed_at, redone, seconds,
                       preemption=preemption)
@@ -154,19 +183,21 @@ class Ledger:
         trainer = self.trainer
         while not self._stop.is_set():
             step = trainer.global_step
-            if self.resume is not None and self.resume.recovery_seconds is None and \
+            if self.resume is not None and self.resume.first_step_at is None and \
                     step != self._start_step:
                 self._first_step_done()
-            if self.writes and step != written:
+            if self.writes and self.armed and step != written:
                 self.write(step)
                 written = step
-            waiting = self.resume is not None and self.resume.recovery_seconds is None
+            waiting = self.resume is not None and self.resume.first_step_at is None
             self._stop.wait(FIRST_STEP_POLL if waiting else HEARTBEAT_SECONDS)
 
     def _first_step_done(self) -> None:
         assert self.resume is not None
+        now = time.time()
         if self.resume.failed_at is not None:
-            self.resume.recovery_seconds = max(time.time() - self.resume.failed_at, 0.0)
+            self.resume.recovery_seconds = max(now - self.resume.failed_at, 0.0)
+        self.resume.first_step_at = now
         self.history.append(asdict(self.resume))
         if self.trainer.is_global_zero:
             from fulmen.status import configure_logging
@@ -184,18 +215,19 @@ class Ledger:
                 handle.write(json.dumps(record))
             return
         local = storage.local(self.path)
-        os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
-        temporary = f"{local}.tmp-{os.getpid()}"
-        with open(temporary, "w") as handle:
-            handle.write(json.dumps(record))
-        os.replace(temporary, local)
+        with self._writing:
+            os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
+            temporary = f"{local}.tmp-{os.getpid()}"
+            with open(temporary, "w") as handle:
+                handle.write(json.dumps(record))
+            os.replace(temporary, local)
 
     # ------------------------------------------------------------------ what others read
 
     def report(self) -> None:
         """On the training thread, after the first step of a resumed fit: send the record to
         the loggers (once)."""
-        if self.reported or self.resume is None or self.resume.recovery_seconds is None:
+        if self.reported or self.resume is None or self.resume.first_step_at is None:
             return
         self.reported = True
         if self.trainer.is_global_zero:
@@ -207,14 +239,17 @@ class Ledger:
         self.preemption = record
         if self.writes:
             self.stop()
-            self.write(int(record["step"]))
+            self.write(int(record["checkpoint_step"]))
 
     def checkpoint_entry(self, reason: str) -> dict[str, Any]:
         """What a checkpoint saved now records under ``fault_tolerance``."""
+        if self.writes and reason == "periodic" and not self._stop.is_set():
+            self.write(self.trainer.global_step)  # the heartbeat is never older than this
+        self.armed = not self._stop.is_set()  # not after the fit ended
         entry: dict[str, Any] = {"saved_at": time.time(), "reason": reason,
                                  "global_step": self.trainer.global_step,
                                  "resumes": list(self.history)}
-        if self.resume is not None and self.resume.recovery_seconds is None:
+        if self.resume is not None and self.resume.first_step_at is None:
             entry["resumes"].append(asdict(self.resume))  # saved before the first step
         return entry
 

@@ -48,7 +48,8 @@ class Preemption:
     starts and stops them afterwards. A source only records a notice (:meth:`announce`);
     :meth:`poll` makes all ranks agree on it, so every rank checkpoints after the same batch."""
 
-    def __init__(self, trainer: Trainer) -> None:
+    def __init__(self, trainer: Trainer, requested: Any = None) -> None:
+        """``requested``: the ``ckpt_path`` the user gave ``fit`` (see :class:`Ledger`)."""
         self.trainer = trainer
         env = trainer.cluster_environment
         sources = [*env.preemption_notices(), *trainer.preemption_notices]
@@ -66,7 +67,7 @@ class Preemption:
         #: the first notice this rank received, and the step it arrived at
         self.notice: Notice | None = None
         self.notice_step: int | None = None
-        self.ledger = Ledger(trainer)
+        self.ledger = Ledger(trainer, requested)
         self.reason = "periodic"  # why the checkpoint being written is written
         self._pending: Callable[[], int] | None = None
         self._polls = 0  # polls so far (one per stepped batch)
@@ -74,6 +75,10 @@ class Preemption:
         self.votes = 0
         self._due = 1  # the poll that votes next: the same on every rank
         self._last_vote: tuple[int, float] | None = None  # rank zero: (poll, time) of its last
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A pickled Trainer keeps what happened, not the sources (threads, handlers)."""
+        return {**self.__dict__, "sources": [], "watching": [], "_pending": None}
 
     @property
     def active(self) -> bool:

@@ -107,8 +107,9 @@ def _run_stage(trainer: Trainer, doctor: HangDoctor, stage: str, model: Module,
         if stage == "fit" and trainer.enable_autolog_hparams:  # after restore: a resumed
             _log_hyperparams(trainer)  # run's loggers continue it (Lightning's order)
         if trainer.is_global_zero:
-            _announce(trainer, stage, ckpt_path)
-        preemption = Preemption(trainer) if stage == "fit" else contextlib.nullcontext()
+            _announce(trainer, stage, trainer.ckpt_path)
+        preemption = Preemption(trainer, ckpt_path) if stage == "fit" else \
+            contextlib.nullcontext()
         doctor.start()  # (already watching in a job of several processes)
         with hang.phase(f"{stage} loop"), _anomaly_context(trainer), \
                 preemption as run.preemption:
