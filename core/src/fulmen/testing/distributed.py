@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -75,10 +75,10 @@ class Spy:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         strategy, member = self.strategy, self.member
-        caller = sys._getframe(1)
+        caller = traceback.extract_stack(limit=2)[0]  # who called the member
         rank = rank_of(strategy)
         note(rank, event="enter", call=member, args=short(args) if args else "",
-             caller=f"{caller.f_code.co_filename}:{caller.f_lineno}")
+             caller=f"{caller.filename}:{caller.lineno}")
         try:
             result = getattr(type(strategy), member)(strategy, *args, **kwargs)
         except BaseException as exc:
