@@ -23,8 +23,8 @@ from fulmen.api.async_checkpoint_io import AsyncCheckpointIO
 from fulmen.api.logger import FAILED, INTERRUPTED, SUCCESS
 from fulmen.apply import apply_to_tensors
 from fulmen.errors import ConfigurationError, FulmenError
-from fulmen.kernel.connector import SelectionReport, select
 from fulmen.kernel.legacy import translate_flag
+from fulmen.kernel.selection import SelectionReport, select
 from fulmen.lite_wrappers import EmptyInit, LiteDataLoader, LiteModule, LiteOptimizer
 from fulmen.loggers import resolve_loggers
 from fulmen.loggers.dispatch import LoggerSet

@@ -16,7 +16,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fulmen.kernel.connector import SelectionReport
+    from fulmen.kernel.selection import SelectionReport
 
 log = logging.getLogger("fulmen")
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")

@@ -27,11 +27,12 @@ import re
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pluggy
+from pluggy import HookImpl
 
 from fulmen.errors import PluginError, PluginWarning, did_you_mean, format_choices
 from fulmen.kernel import hookspecs
@@ -80,28 +81,33 @@ class Settings:
         )
 
 
-class _Pluggy(pluggy.PluginManager):
-    """Looks only at ``fulmen_*`` attributes: pluggy otherwise inspects every attribute of every
-    plugin module, the largest cost of discovery with many plugins."""
+class PluginManager(pluggy.PluginManager):
+    """pluggy's plugin manager, with fulmen's discovery, isolation and records.
 
-    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-        return super().parse_hookimpl_opts(plugin, name) if name.startswith("fulmen_") else None
-
-
-class PluginManager:
-    """fulmen's view of its plugins on top of a ``pluggy.PluginManager``."""
+    pluggy registers and calls the hooks, wrappers included. fulmen adds: the settings
+    (``FULMEN_*``), entry points loaded in a deterministic order with the disable list applied
+    before any import, a :class:`PluginInfo` per plugin (``plugins``), and isolation: each hook
+    implementation is called guarded (:meth:`_hookexec`), so one that raises is reported with
+    its plugin and distribution and left out while the others keep answering. Which plugin gave
+    a result is read from pluggy's ``HookImpl.plugin_name`` as it answers.
+    """
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        super().__init__(PROJECT)
         self.settings = Settings.from_environ(os.environ if environ is None else environ)
-        self.pm = _Pluggy(PROJECT)
-        self.pm.add_hookspecs(hookspecs)
+        self.add_hookspecs(hookspecs)
         self.plugins: dict[str, PluginInfo] = {}
         self.problems: list[str] = []
         self._catalog: Catalog | None = None
         self._calls: list[_CallRecord] = []  # one per hook call in progress (they may nest)
         if self.settings.trace:
-            self.pm.trace.root.setwriter(_trace_writer)
-            self.pm.enable_tracing()
+            self.trace.root.setwriter(_trace_writer)
+            self.enable_tracing()
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        """Only ``fulmen_*`` attributes: pluggy otherwise inspects every attribute of every
+        plugin module, the largest cost of discovery with many plugins."""
+        return super().parse_hookimpl_opts(plugin, name) if name.startswith("fulmen_") else None
 
     # ------------------------------------------------------------------ loading
 
@@ -171,8 +177,9 @@ class PluginManager:
             return
         self._register(info, plugin)
 
-    def register(self, plugin: object, name: str | None = None) -> PluginInfo:
-        """Register a plugin object at runtime (a notebook, a test) as if it were installed."""
+    def register(self, plugin: object, name: str | None = None) -> PluginInfo:  # type: ignore[override]
+        """Register a plugin object at runtime (a notebook, a test) as if it were installed;
+        returns what fulmen knows about it (pluggy's ``register`` returns the name)."""
         name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
         if name in self.plugins:
             raise PluginError(f"a plugin named {name!r} is already known "
@@ -185,13 +192,11 @@ class PluginManager:
 
     def _register(self, info: PluginInfo, plugin: object) -> None:
         try:
-            guarded = self._guarded(info, plugin)
-            self.pm.register(guarded, name=info.name)
+            super().register(plugin, name=info.name)
         except Exception as exc:
             self._fail(info, "could not be registered", exc)
             return
-        unknown = [hc.name for hc in self.pm.get_hookcallers(guarded) or []
-                   if not hc.has_spec()]
+        unknown = [hc.name for hc in self.get_hookcallers(plugin) or [] if not hc.has_spec()]
         if unknown:
             hooks = [h for h in dir(hookspecs) if h.startswith("fulmen_")]
             hints = "; ".join(f"{u!r}{did_you_mean(u, hooks)}" for u in unknown)
@@ -200,9 +205,9 @@ class PluginManager:
     def _fail(self, info: PluginInfo, what: str, exc: BaseException | None) -> None:
         cause = f": {type(exc).__name__}: {exc}" if exc is not None else ""
         info.status, info.reason = FAILED, f"{what}{cause}"
-        plugin = self.pm.get_plugin(info.name)
+        plugin = self.get_plugin(info.name)
         if plugin is not None:
-            self.pm.unregister(plugin)
+            self.unregister(plugin)
         self._catalog = None
         message = f"{info.describe()} {what}{cause}"
         if self.settings.strict:
@@ -217,50 +222,54 @@ class PluginManager:
 
     # ------------------------------------------------------------------ calling hooks
 
-    def _guarded(self, info: PluginInfo, plugin: object) -> _GuardedPlugin:
-        """What pluggy registers for ``plugin``: its hook implementations, each made safe to
-        call (see :meth:`_guard`), with the same hookimpl options."""
-        guarded = _GuardedPlugin(plugin)
-        for attr in dir(plugin):
-            opts = self.pm.parse_hookimpl_opts(plugin, attr)
-            if opts is not None:
-                hook_name = opts.get("specname") or attr
-                setattr(guarded, attr, self._guard(info, hook_name, getattr(plugin, attr),
-                                                   bool(opts.get("wrapper")),
-                                                   bool(opts.get("hookwrapper"))))
-        return guarded
-
-    def _guard(self, info: PluginInfo, hook_name: str, function: Callable[..., Any],
-               wrapper: bool, hookwrapper: bool) -> Callable[..., Any]:
-        """``function`` made safe for pluggy to call: an exception is reported with the plugin
-        and its distribution (the plugin is left out) and the call goes on without it."""
-        calls = self._calls
-        if wrapper or hookwrapper:
-            return _guard_wrapper(function, lambda exc: self._fail(
-                info, f"raised in its {hook_name} hook wrapper", exc), calls, info.name, wrapper)
+    def _hookexec(self, hook_name: str, methods: Sequence[HookImpl],
+                  kwargs: Mapping[str, object], firstresult: bool) -> object | list[object]:
+        """pluggy's call of ``methods`` (its wrapper protocol, its tracing), each implementation
+        guarded: one that raises (or calls ``sys.exit()``) is reported with its plugin and left
+        out, and the call goes on without it; each answer is recorded with the name of the
+        plugin that gave it, for :meth:`first_result` and :meth:`collect`."""
+        record = self._calls[-1] if self._calls else _CallRecord()
         collects = hook_name in HOOKS.values() or hook_name == "fulmen_check_selection"
+        guarded = [self._guard(impl, hook_name, record, collects) for impl in methods]
+        return super()._hookexec(hook_name, guarded, kwargs, firstresult)
 
-        @functools.wraps(function)
-        def guarded(*args: Any, **kwargs: Any) -> Any:
+    def _guard(self, impl: HookImpl, hook_name: str, record: _CallRecord,
+               collects: bool) -> HookImpl:
+        """``impl`` with a function that cannot break the call."""
+        function, plugin = impl.function, impl.plugin_name
+
+        def report(exc: BaseException, what: str = f"raised in {hook_name}") -> None:
+            info = self.plugins.get(plugin)
+            if info is not None:
+                self._fail(info, what, exc)
+
+        if impl.wrapper or impl.hookwrapper:
+            wrapper = _guard_wrapper(
+                function, lambda exc: report(exc, f"raised in its {hook_name} hook wrapper"),
+                record, plugin, impl.wrapper)
+            return HookImpl(impl.plugin, plugin, wrapper, impl.opts)
+
+        @functools.wraps(function)  # pluggy reads the argument names through it
+        def call(*args: Any) -> Any:
             try:
-                result = function(*args, **kwargs)
+                result = function(*args)
                 if collects and result is not None:  # a generator runs inside the guard
                     result = [result] if isinstance(result, str) else list(
                         result if isinstance(result, Iterable) else [result])
             except (Exception, SystemExit) as exc:
-                self._fail(info, f"raised in {hook_name}", exc)
+                report(exc)
                 return None
-            if result is not None and calls:
-                calls[-1].answered(info.name, result, collects)
+            if result is not None:
+                record.answered(plugin, result)
             return result
 
-        return guarded
+        return HookImpl(impl.plugin, plugin, call, impl.opts)
 
     def _hook(self, hook_name: str, kwargs: Mapping[str, Any]) -> tuple[Any, _CallRecord]:
         record = _CallRecord()
         self._calls.append(record)
         try:
-            return getattr(self.pm.hook, hook_name)(**kwargs), record
+            return getattr(self.hook, hook_name)(**kwargs), record
         finally:
             self._calls.remove(record)
 
@@ -273,10 +282,11 @@ class PluginManager:
         """Every plugin's answer to a first-result hook, in call order (for ``--detect``): each
         implementation is called on its own (wrappers are not run)."""
         out = []
-        for impl in reversed(getattr(self.pm.hook, hook_name).get_hookimpls()):
+        for impl in reversed(getattr(self.hook, hook_name).get_hookimpls()):
             if not (impl.hookwrapper or impl.wrapper):
+                guarded = self._guard(impl, hook_name, _CallRecord(), collects=False)
                 out.append((impl.plugin_name,
-                            impl.function(*(kwargs[arg] for arg in impl.argnames))))
+                            guarded.function(*(kwargs[arg] for arg in impl.argnames))))
         return out
 
     def collect(self, hook_name: str, **kwargs: Any) -> list[tuple[str, Any]]:
@@ -287,8 +297,8 @@ class PluginManager:
             results = [results]
         out: list[tuple[str, Any]] = []
         for result in results:
-            items = result if isinstance(result, list) else [result]
-            out.extend((record.provider(item, result), item) for item in items)
+            for item in result if isinstance(result, list) else [result]:
+                out.append((record.provider(item), item))
         return out
 
     # ------------------------------------------------------------------ catalog
@@ -317,39 +327,35 @@ class PluginManager:
         return self._catalog
 
 
-class _GuardedPlugin:
-    """Holds a plugin's guarded hook implementations under their original names."""
-
-    def __init__(self, plugin: object) -> None:
-        self.plugin = plugin
-
-    def __repr__(self) -> str:
-        return f"<guarded {self.plugin!r}>"
-
-
 class _CallRecord:
-    """Who answered during the current hook call (pluggy returns results, not their authors)."""
+    """Who answered during one hook call, in the order they answered: pluggy returns the
+    results, and each guarded implementation notes its plugin's name beside its answer."""
 
     def __init__(self) -> None:
-        self.by_id: dict[int, tuple[str, Any]] = {}
+        self.answers: list[tuple[str, Any]] = []
         self.wrappers: list[str] = []
 
-    def answered(self, plugin: str, result: Any, collects: bool) -> None:
-        for item in (result if collects else [result]):
-            self.by_id[id(item)] = (plugin, item)  # the item is kept alive with its id
-        if collects:
-            self.by_id[id(result)] = (plugin, result)
+    def answered(self, plugin: str, result: Any) -> None:
+        self.answers.append((plugin, result))
 
-    def provider(self, item: Any, container: Any = None) -> str:
-        for key in (item, container):
-            found = self.by_id.get(id(key))
-            if found is not None and found[1] is key:
-                return found[0]
+    def provider(self, item: Any) -> str:
+        """The plugin whose answer ``item`` is (or holds); the first answer that matches is
+        used up, so two plugins answering with the same object are each credited once. An
+        item no implementation answered came from a hook wrapper."""
+        for index, (plugin, answer) in enumerate(self.answers):
+            if answer is item or (isinstance(answer, list) and any(a is item for a in answer)):
+                if isinstance(answer, list) and len(answer) > 1:
+                    rest = list(answer)
+                    rest.remove(next(a for a in answer if a is item))
+                    self.answers[index] = (plugin, rest)
+                else:
+                    del self.answers[index]
+                return plugin
         return self.wrappers[0] if self.wrappers else "?"
 
 
 def _guard_wrapper(function: Callable[..., Any], report: Callable[[BaseException], None],
-                   calls: list[_CallRecord], plugin: str, new_style: bool) -> Callable[..., Any]:
+                   record: _CallRecord, plugin: str, new_style: bool) -> Callable[..., Any]:
     """A hook wrapper (``wrapper=True``, or old-style ``hookwrapper=True``) that cannot break
     the call: if it raises before or after its ``yield``, ``report`` is told and the result
     passes through unchanged."""
@@ -360,8 +366,7 @@ def _guard_wrapper(function: Callable[..., Any], report: Callable[[BaseException
         try:
             inner = function(*args, **kwargs)
             next(inner)
-            if calls:
-                calls[-1].wrappers.append(plugin)
+            record.wrappers.append(plugin)
         except (Exception, SystemExit) as exc:
             report(exc)
             inner = None

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from fulmen.kernel.connector import SelectionReport
+from fulmen.kernel.selection import SelectionReport
 
 if TYPE_CHECKING:
     from fulmen.api.logger import Logger

@@ -15,7 +15,7 @@ from fulmen import arguments, compiling, profilers, quick_exit
 from fulmen.callbacks.base import Callback
 from fulmen.datamodule import DataModule
 from fulmen.errors import FulmenError
-from fulmen.kernel.connector import select
+from fulmen.kernel.selection import select
 from fulmen.module import Module
 from fulmen.trainer import config, save_restore
 from fulmen.trainer.evaluation_loop import EvaluationLoop

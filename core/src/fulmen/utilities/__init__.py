@@ -32,9 +32,12 @@ _EXPORTS = {
     "ThroughputMonitor": "fulmen.utilities.throughput",
     "measure_flops": "fulmen.utilities.throughput",
     "get_available_flops": "fulmen.utilities.throughput",
+    # strategies that wrap the module
+    "StepDispatcher": "fulmen.utilities.forward_redirection",
 }
 __all__ = [
     "AttributeDict",
+    "StepDispatcher",
     "Throughput",
     "ThroughputMonitor",
     "WarningCache",
@@ -72,6 +75,7 @@ if TYPE_CHECKING:
         apply_to_collections,
         move_data_to_device,
     )
+    from fulmen.utilities.forward_redirection import StepDispatcher
     from fulmen.utilities.model_helpers import is_overridden
     from fulmen.utilities.rank_zero import (
         WarningCache,

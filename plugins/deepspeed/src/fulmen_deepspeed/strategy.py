@@ -30,8 +30,8 @@ from typing import Any
 import torch
 
 from fulmen import ConfigurationError, FulmenError
+from fulmen.utilities.forward_redirection import StepDispatcher
 from fulmen_deepspeed import config as ds_config
-from fulmen_strategies.ddp.strategy import StepDispatcher
 from fulmen_strategies.parallel import ParallelStrategy
 
 TAG = "checkpoint"

@@ -8,27 +8,14 @@
 import sys
 
 from fulmen import StrategySpec, hookimpl
+from fulmen_strategies.ddp.variants import VARIANTS
 
 _TARGET = "fulmen_strategies.ddp.strategy:DDPStrategy"
-_VARIANTS: list[tuple[str, dict[str, object], bool, str]] = [
-    ("ddp", {}, False, "re-runs the script once per process (like torchrun)"),
-    ("ddp_spawn", {"start_method": "spawn"}, False,
-     "spawned workers (pickles the model); returns to the caller"),
-    ("ddp_fork", {"start_method": "fork"}, True,
-     "forked workers (no pickling; CPU, or GPUs before CUDA is touched)"),
-    ("ddp_notebook", {"start_method": "fork"}, True,
-     "ddp_fork, for Jupyter notebooks"),
-    ("ddp_find_unused_parameters_true", {"find_unused_parameters": True}, False,
-     "ddp for models whose steps skip some parameters"),
-    ("ddp_spawn_find_unused_parameters_true",
-     {"start_method": "spawn", "find_unused_parameters": True}, False,
-     "ddp_spawn for models whose steps skip some parameters"),
-]
 
 
 @hookimpl
 def fulmen_strategies():
-    for name, kwargs, interactive, description in _VARIANTS:
+    for name, kwargs, interactive, description in VARIANTS:
         yield StrategySpec(name=name, target=_TARGET, init_kwargs=kwargs,
                            needs_distributed_backend=True, interactive=interactive,
                            description=f"DistributedDataParallel: {description}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -11,52 +12,12 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from fulmen import ConfigurationError, Launcher
-from fulmen.api import Precision
+from fulmen.utilities.forward_redirection import StepDispatcher
 from fulmen_strategies import activation_checkpointing as ac
+from fulmen_strategies.ddp.variants import VARIANTS, variant_name
 from fulmen_strategies.parallel import ParallelStrategy
 
 START_METHODS = ("popen", "spawn", "fork")
-
-
-#: StepDispatcher's attributes that are neither modules, parameters nor buffers
-_PLAIN = frozenset({"ddp", "in_step", "backward_in_step", "target"})
-_set = object.__setattr__  # per step: neither nn.Module's attribute checks nor a Python frame
-
-
-class StepDispatcher(torch.nn.Module):
-    """Lets DDP's forward run ``training_step`` (so its gradient hooks see the step):
-    ``dispatcher(*args, fulmen_step="training_step")``; without ``fulmen_step`` it is the
-    module's own forward (what Lite calls)."""
-
-    target: torch.nn.Module  # ``module``, as a plain attribute
-
-    def __init__(self, module: torch.nn.Module) -> None:
-        super().__init__()
-        self.module = module
-        self.in_step = False  # inside a step: a backward there is manual optimization's
-        self.backward_in_step = False
-        self.ddp: Any = None  # the wrapper (a plain attribute, not a submodule)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _PLAIN:
-            _set(self, name, value)
-        else:
-            super().__setattr__(name, value)
-            if name == "module":  # also as a plain attribute: read without nn.Module's lookup
-                _set(self, "target", value)
-
-    def forward(self, *args: Any, fulmen_step: str = "forward", **kwargs: Any) -> Any:
-        target = self.target
-        if fulmen_step == "forward":
-            return target(*args, **kwargs)
-        _set(self, "in_step", True)
-        _set(self, "backward_in_step", False)
-        try:
-            return getattr(target, fulmen_step)(*args, **kwargs)
-        finally:
-            _set(self, "in_step", False)
-            if self.backward_in_step:  # the reducer was prepared per backward: not again
-                self.ddp.require_backward_grad_sync = False
 
 
 def _prepare_for_backward(model: DistributedDataParallel, loss: torch.Tensor) -> None:
@@ -103,8 +64,12 @@ class DDPStrategy(ParallelStrategy):
         self.start_method = start_method
         self._dispatcher: StepDispatcher | None = None  # what wrap_module put under DDP
         if type(self).name == DDPStrategy.name:  # the registered name these arguments select
-            self.name = "ddp" + {"popen": "", "spawn": "_spawn", "fork": "_fork"}[start_method] \
-                + ("_find_unused_parameters_true" if find_unused_parameters else "")
+            defaults = {"start_method": "popen", "find_unused_parameters": False}
+            self.name = variant_name(VARIANTS, {"start_method": start_method,
+                                                "find_unused_parameters": find_unused_parameters},
+                                     defaults) or \
+                variant_name(VARIANTS, {"start_method": start_method}, defaults) or \
+                DDPStrategy.name
         self.ddp_kwargs = {"find_unused_parameters": find_unused_parameters,
                            "static_graph": static_graph,
                            "gradient_as_bucket_view": gradient_as_bucket_view, **ddp_kwargs}
@@ -124,21 +89,21 @@ class DDPStrategy(ParallelStrategy):
             return module
         device_ids = [self.root_device.index] if self.root_device.type == "cuda" else None
         dispatcher = StepDispatcher(module)
-        dispatcher.ddp = DistributedDataParallel(dispatcher, device_ids=device_ids,
-                                                 **self.ddp_kwargs)
+        ddp = DistributedDataParallel(dispatcher, device_ids=device_ids, **self.ddp_kwargs)
+        # a backward inside the step (manual optimization) prepared the reducer itself: the
+        # forward's own preparation is not wanted once more
+        dispatcher.after_step = functools.partial(setattr, ddp, "require_backward_grad_sync",
+                                                  False)
         self._dispatcher = dispatcher
-        return dispatcher.ddp
+        return ddp
 
     def step(self, method: str, *args: Any, **kwargs: Any) -> Any:
         model = self.model
         if method != "training_step" or not isinstance(model, DistributedDataParallel):
             return super().step(method, *args, **kwargs)
         sync = model.require_backward_grad_sync
-        if type(self.precision).forward_context is Precision.forward_context:
-            out = model(*args, fulmen_step=method, **kwargs)  # a null context: none entered
-        else:
-            with self.precision.forward_context():
-                out = model(*args, fulmen_step=method, **kwargs)
+        with self.precision.forward_context():
+            out = model(*args, fulmen_step=method, **kwargs)
         if model.require_backward_grad_sync is not sync:  # DDP is an nn.Module: setting costs
             model.require_backward_grad_sync = sync
         return out
@@ -146,8 +111,8 @@ class DDPStrategy(ParallelStrategy):
     def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
         dispatcher = self._dispatcher
         if dispatcher is not None and dispatcher.in_step:
-            ddp: DistributedDataParallel = dispatcher.ddp
-            if self.model is ddp:
+            ddp = self.model
+            if isinstance(ddp, DistributedDataParallel):
                 dispatcher.backward_in_step = True
                 _prepare_for_backward(ddp, loss)
         super().backward(loss, *args, **kwargs)

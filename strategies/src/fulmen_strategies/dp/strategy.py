@@ -15,7 +15,7 @@ import torch
 
 from fulmen import Strategy
 from fulmen.apply import apply_to_tensors
-from fulmen_strategies.ddp.strategy import StepDispatcher
+from fulmen.utilities.forward_redirection import StepDispatcher
 from fulmen_strategies.local_collectives import LocalCollectives
 
 _END = {"training_step": "training_step_end", "validation_step": "validation_step_end",

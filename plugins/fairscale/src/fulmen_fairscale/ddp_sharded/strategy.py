@@ -21,8 +21,9 @@ from fairscale.optim import OSS
 
 from fulmen import ConfigurationError
 from fulmen.checkpoint import canonical
+from fulmen.utilities.forward_redirection import StepDispatcher
 from fulmen_fairscale.ddp_sharded.scaler import ShardedGradScaler, sharded_copy
-from fulmen_strategies.ddp.strategy import DDPStrategy, StepDispatcher
+from fulmen_strategies.ddp.strategy import DDPStrategy
 
 
 class ShardedForward(torch.nn.Module):
