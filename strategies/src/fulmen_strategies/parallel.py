@@ -15,6 +15,7 @@ import torch
 import torch.distributed as dist
 
 from fulmen import ConfigurationError, Launcher, Strategy
+from fulmen.api import as_messages
 from fulmen_strategies import collectives, rendezvous, samplers
 from fulmen_strategies.launchers.script import mark_finish_at_exit
 
@@ -31,6 +32,21 @@ class ParallelStrategy(Strategy):
     arrive (seconds or a timedelta; default ``FULMEN_RENDEZVOUS_TIMEOUT`` or 60 s). A rank that
     does not arrive is a ``fulmen.errors.RendezvousError`` naming it.
     """
+
+    def check_selection(self, selection: Any) -> list[str]:
+        """A job whose processes already exist must match what devices x num_nodes asks for."""
+        problems = as_messages(super().check_selection(selection))
+        env = selection.environment
+        if env.creates_processes_externally:
+            expected = self.processes_per_node * selection.num_nodes
+            actual = env.world_size()
+            if actual != expected:
+                problems.append(
+                    f"the processes were already started with world size {actual} (from the "
+                    f"{env.name!r} environment), but devices={selection.num_devices} x "
+                    f"num_nodes={selection.num_nodes} asks for {expected}; make the numbers "
+                    "agree")
+        return problems
 
     def __init__(self, process_group_backend: str | None = None,
                  timeout: float | timedelta | None = None,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fulmen.api import Accelerator, CheckpointIO, ClusterEnvironment, Launcher, Precision, Strategy
+from fulmen.api.naming import as_messages
 from fulmen.api.notice import PreemptionNotice
 from fulmen.errors import (
     ConfigurationError,
@@ -299,6 +300,9 @@ def compose(accelerator: Any = "auto", strategy: Any = "auto", devices: Any = "a
     selection = Selection(env, acc, strat, prec, launcher,
                           extra.get("checkpoint_io"), tuple(device_ids), num_nodes, interactive,
                           tuple(extra["notices"]))
+    for plugin in (env, acc, strat, prec):  # each selected plugin's own check (a base method)
+        for message in as_messages(plugin.check_selection(selection)):
+            c.fail(message)
     for _, message in manager.collect("fulmen_check_selection", selection=selection):
         c.fail(str(message))
     c.raise_errors()

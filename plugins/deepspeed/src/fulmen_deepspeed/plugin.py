@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from fulmen import StrategySpec, hookimpl
@@ -31,12 +30,3 @@ def fulmen_strategies() -> Any:
                            interactive=False, description=f"DeepSpeed {description}")
 
 
-@hookimpl
-def fulmen_check_selection(selection: Any) -> Any:
-    """What only a composed selection shows: the config's precision against the Trainer's, and
-    float16 on a CPU without float16 kernels."""
-    module = sys.modules.get("fulmen_deepspeed.strategy")
-    if module is None or not isinstance(selection.strategy, module.DeepSpeedStrategy):
-        return None
-    return selection.strategy.selection_problems(selection.precision.name,
-                                                 selection.accelerator.name)

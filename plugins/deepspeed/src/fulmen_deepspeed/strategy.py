@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from fulmen import ConfigurationError, FulmenError
+from fulmen.api import as_messages
 from fulmen.utilities.forward_redirection import StepDispatcher
 from fulmen_deepspeed import config as ds_config
 from fulmen_strategies.parallel import ParallelStrategy
@@ -116,8 +117,15 @@ class DeepSpeedStrategy(ParallelStrategy):
 
     # ------------------------------------------------------------------ composition
 
+    def check_selection(self, selection: Any) -> list[str]:
+        """What only a composed selection shows: the config's precision against the
+        Trainer's, and float16 on a CPU without float16 kernels (and what ``ParallelStrategy``
+        checks)."""
+        return [*as_messages(super().check_selection(selection)),
+                *self.selection_problems(selection.precision.name, selection.accelerator.name)]
+
     def selection_problems(self, precision: str, accelerator: str) -> list[str]:
-        """Problems composition can see: called by the plugin's ``fulmen_check_selection``."""
+        """The precision and accelerator problems :meth:`check_selection` reports."""
         problems = []
         try:
             ds_config.fill(self.options, precision=precision, world_size=1,

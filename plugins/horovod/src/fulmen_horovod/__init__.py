@@ -42,8 +42,3 @@ def fulmen_detect_environment(environ):
     return "horovod" if all(name in environ for name in MARKERS) else None
 
 
-@hookimpl
-def fulmen_check_selection(selection):
-    """Asked for several devices, but Horovod has fewer processes (no ``horovodrun``...)."""
-    check = getattr(selection.strategy, "check_process_layout", None)
-    return check(selection.num_devices, selection.num_nodes) if callable(check) else None

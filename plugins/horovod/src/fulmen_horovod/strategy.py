@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from fulmen import ConfigurationError, Strategy
+from fulmen.api import as_messages
 from fulmen_horovod import optimizers as opt_util
 from fulmen_horovod.runtime import import_horovod
 from fulmen_horovod.sync_batchnorm import convert_sync_batchnorm
@@ -87,6 +88,12 @@ class HorovodStrategy(Strategy):
         if devices[0].type == "cuda" and self.processes_per_node > 1:
             return torch.device("cuda", self.local_rank)  # devices=1: this process's own GPU
         return devices[0]
+
+    def check_selection(self, selection: Any) -> list[str]:
+        """Asked for several devices, but Horovod has fewer processes (no ``horovodrun``...)."""
+        problem = self.check_process_layout(selection.num_devices, selection.num_nodes)
+        return [*as_messages(super().check_selection(selection)),
+                *([problem] if problem else [])]
 
     def check_process_layout(self, num_devices: int, num_nodes: int) -> str | None:
         """Why ``devices``/``num_nodes`` cannot work with the processes Horovod has, or None."""

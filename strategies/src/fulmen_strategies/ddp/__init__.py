@@ -5,7 +5,6 @@
 (``ddp_notebook`` is what ``strategy="auto"`` picks in a notebook).
 """
 
-import sys
 
 from fulmen import StrategySpec, hookimpl
 from fulmen_strategies.ddp.variants import VARIANTS
@@ -29,18 +28,3 @@ def fulmen_default_strategy(num_devices, num_nodes, interactive, distributed_bac
     return None
 
 
-@hookimpl
-def fulmen_check_selection(selection):
-    """A job whose processes already exist must match what devices x num_nodes asks for."""
-    strategy, env = selection.strategy, selection.environment
-    parallel = sys.modules.get("fulmen_strategies.parallel")  # imported if one was selected
-    if not env.creates_processes_externally or parallel is None or not isinstance(
-            strategy, parallel.ParallelStrategy):
-        return None
-    expected = strategy.processes_per_node * selection.num_nodes
-    actual = env.world_size()
-    if actual != expected:
-        return (f"the processes were already started with world size {actual} (from the "
-                f"{env.name!r} environment), but devices={selection.num_devices} x "
-                f"num_nodes={selection.num_nodes} asks for {expected}; make the numbers agree")
-    return None

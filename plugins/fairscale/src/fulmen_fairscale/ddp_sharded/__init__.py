@@ -5,7 +5,6 @@ workers with multiprocessing and returns to the caller (like ``ddp_spawn``). Not
 torch or fairscale: the target class is imported only when one of the names is selected.
 """
 
-import sys
 
 from fulmen import StrategySpec, hookimpl
 
@@ -28,9 +27,3 @@ def fulmen_strategies():
                     "returns to the caller")
 
 
-@hookimpl
-def fulmen_check_selection(selection):
-    module = sys.modules.get("fulmen_fairscale.ddp_sharded.strategy")
-    if module is None or not isinstance(selection.strategy, module.ShardedDDPStrategy):
-        return None  # the class was never imported, so this is not a sharded selection
-    return selection.strategy.selection_problems(selection)

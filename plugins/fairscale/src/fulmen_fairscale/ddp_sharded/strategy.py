@@ -20,6 +20,7 @@ from fairscale.nn.data_parallel import ShardedDataParallel
 from fairscale.optim import OSS
 
 from fulmen import ConfigurationError
+from fulmen.api import as_messages
 from fulmen.checkpoint import canonical
 from fulmen.utilities.forward_redirection import StepDispatcher
 from fulmen_fairscale.ddp_sharded.scaler import ShardedGradScaler, sharded_copy
@@ -77,14 +78,15 @@ class ShardedDDPStrategy(DDPStrategy):
         self._forward: ShardedForward | None = None
         self._originals: dict[int, torch.optim.Optimizer] = {}  # id(OSS) -> user's optimizer
 
-    def selection_problems(self, selection: Any) -> list[str]:
-        """Messages for ``fulmen_check_selection``: what this strategy cannot run on."""
+    def check_selection(self, selection: Any) -> list[str]:
+        """What this strategy cannot run on (and what ``ddp`` cannot)."""
+        problems = as_messages(super().check_selection(selection))
         size = self.sdp_kwargs["reduce_buffer_size"]
         if size and selection.accelerator.device_type == "cpu":
-            return [f"ShardedDDPStrategy(reduce_buffer_size={size}) on the CPU: fairscale's "
-                    "gradient buckets give wrong gradients there with this torch version; "
-                    "use reduce_buffer_size=0 (the default) on the CPU"]
-        return []
+            problems.append(f"ShardedDDPStrategy(reduce_buffer_size={size}) on the CPU: "
+                            "fairscale's gradient buckets give wrong gradients there with this "
+                            "torch version; use reduce_buffer_size=0 (the default) on the CPU")
+        return problems
 
     # ------------------------------------------------------------------ precision
 

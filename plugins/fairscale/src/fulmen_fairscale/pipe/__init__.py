@@ -6,7 +6,6 @@ the partitions as a pipeline (FairScale's ``Pipe``, GPipe), with optional activa
 checkpointing. Nothing here imports torch or fairscale.
 """
 
-import sys
 
 from fulmen import StrategySpec, hookimpl
 
@@ -23,9 +22,3 @@ def fulmen_strategies():
                     "split across the devices, micro-batches, activation checkpointing")
 
 
-@hookimpl
-def fulmen_check_selection(selection):
-    module = sys.modules.get("fulmen_fairscale.pipe.strategy")
-    if module is None or not isinstance(selection.strategy, module.PipeStrategy):
-        return None  # the class was never imported, so this is not a pipe selection
-    return selection.strategy.selection_problems(selection)

@@ -20,6 +20,7 @@ from fairscale.nn import Pipe
 from fairscale.nn.pipe.worker import join_workers
 
 from fulmen import ConfigurationError
+from fulmen.api import as_messages
 from fulmen_fairscale.pipe.locate import find_sequential, resolve_balance
 from fulmen_strategies.single_device.strategy import SingleDeviceStrategy
 
@@ -79,9 +80,9 @@ class PipeStrategy(SingleDeviceStrategy):
 
     # ------------------------------------------------------------------ composition
 
-    def selection_problems(self, selection: Any) -> list[str]:
-        """Messages for ``fulmen_check_selection``: what this pipe cannot run on."""
-        problems = []
+    def check_selection(self, selection: Any) -> list[str]:
+        """What this pipe cannot run on."""
+        problems = as_messages(super().check_selection(selection))
         devices = selection.num_devices
         if self.balance is not None and len(self.balance) != devices:
             problems.append(
