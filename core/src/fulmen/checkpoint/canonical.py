@@ -435,8 +435,9 @@ def read_directory(path: Any, weights_only: bool = True, template: dict[str, Any
                    rank: int = 0, reader: str = "this strategy", readers: int = 1
                    ) -> dict[str, Any]:
     """A checkpoint directory's content: every rank's random states under
-    ``rng_states_per_rank`` (``rng_states``: rank ``rank``'s when it saved some); an older
-    DeepSpeed directory is refused with the command that converts it. The files' checksums
+    ``rng_states_per_rank`` (``rng_states``: rank ``rank``'s when it saved some); a directory in a
+    plugin's layout (:mod:`fulmen.checkpoint.layouts`) is refused with the command that
+    converts it. The files' checksums
     are compared first, split among the ``readers`` processes reading it together (``rank``
     is this one's index among them)."""
     from fulmen.checkpoint import reading, remote
@@ -445,8 +446,9 @@ def read_directory(path: Any, weights_only: bool = True, template: dict[str, Any
     kind = reading.kind_of(root)
     if kind != "dcp":
         raise ConfigurationError(
-            f"checkpoint {str(root)!r} is a {kind} directory written by an older fulmen or by "
-            f"DeepSpeed itself; {reader} reads fulmen's canonical checkpoints. Convert it "
+            f"checkpoint {str(root)!r} is a {kind!r} directory (a layout its strategy's package "
+            f"registers, not fulmen's canonical one); {reader} reads fulmen's canonical "
+            f"checkpoints. Convert it "
             f"first: fulmen checkpoint convert {str(root)!r} {str(root) + '.ckpt'!r} --to file")
     from fulmen.checkpoint import rng
 

@@ -1,8 +1,9 @@
 """``fulmen checkpoint convert SRC DST --to file|dcp|safetensors``: consolidate or reshard on
 the CPU, one tensor at a time.
 
-Sources: a canonical checkpoint (file or DCP directory), a DCP directory, a DeepSpeed
-directory, a plain ``torch.save`` file or a Lightning 2.x checkpoint. Nothing in them runs.
+Sources: a canonical checkpoint (file or DCP directory), a DCP directory, a directory in a
+layout a plugin registers (:mod:`fulmen.checkpoint.layouts`), a plain ``torch.save`` file or a
+Lightning 2.x checkpoint. Nothing in them runs.
 
 The aim is a peak memory near the largest tensor (measured by
 ``tests/benchmarks/checkpoint.py``; not reached yet): a DCP source is read item by item; a
@@ -61,12 +62,12 @@ class Source:
             self._from_dcp()
         elif self.kind == "file":
             self._from_file()
-        else:  # a DeepSpeed directory: its (small) module weights, read at once
+        else:  # a plugin's layout (fulmen.checkpoint.layouts): its weights, read at once
             found = reading.read(path)
             content = dict(found["content"]) if isinstance(found["content"], dict) else {}
             content["state_dict"] = {k.removeprefix("state_dict."): v
-                                     for k, v in found["tensors"].items()}
-            content.pop("fulmen_deepspeed", None)
+                                     for k, v in found["tensors"].items()
+                                     if k.startswith("state_dict.")}
             self.tree = self._lazify(content)
 
     def _from_dcp(self) -> None:

@@ -1,5 +1,6 @@
 """Reading any fulmen checkpoint's contents without running code: a single torch file, a
-DeepSpeed directory, or a ``torch.distributed.checkpoint`` (DCP) directory."""
+``torch.distributed.checkpoint`` (DCP) directory, or a directory in a layout a plugin registers
+(:mod:`fulmen.checkpoint.layouts`)."""
 
 from __future__ import annotations
 
@@ -65,18 +66,21 @@ def read_dcp_metadata(root: Path) -> Any:
 
 
 def kind_of(path: Path) -> str:
+    """``"file"``, ``"dcp"``, or the name of the registered layout the directory is in."""
     if path.is_file():
         return "file"
     if not path.is_dir():
         raise ConfigurationError(f"checkpoint {str(path)!r} does not exist")
     if (path / DCP_METADATA).is_file():
         return "dcp"
-    if (path / "latest").is_file() or any(path.glob("*/mp_rank_*_model_states.pt")) or \
-            any(path.glob("*/zero_pp_rank_*_model_states.pt")):
-        return "deepspeed"
+    from fulmen.checkpoint.layouts import layout_of, registered
+
+    layout = layout_of(path)
+    if layout is not None:
+        return layout.name
+    known = "".join(f"; {lay.name}: {lay.description}" for lay in registered())
     raise ConfigurationError(f"{str(path)!r} is a directory but no checkpoint fulmen knows: "
-                             f"neither DCP ({DCP_METADATA} inside) nor DeepSpeed ('latest' or "
-                             "*/mp_rank_*_model_states.pt inside)")
+                             f"not DCP ({DCP_METADATA} inside){known}")
 
 
 def _load(path: Path) -> Any:
@@ -105,16 +109,13 @@ def read(path: str | Path) -> dict[str, Any]:
             if size is not None:
                 tensors[key] = (tuple(size), dtype)
         return {"kind": kind, "content": content, "tensors": tensors, "files": files}
-    meta = path / "fulmen_meta.pt"
-    content = _load(meta) if meta.is_file() else {}
-    tensors = {}
-    for shard in sorted(path.glob("*/*model_states.pt")):
-        module = _load(shard).get("module") or {}
-        prefix = (content.get("fulmen_deepspeed") or {}).get("prefix", "") \
-            if isinstance(content, dict) else ""
-        for key, value in flatten(module).items():
-            tensors.setdefault(f"state_dict.{key.removeprefix(prefix)}", value)
-    return {"kind": kind, "content": content, "tensors": tensors, "files": files}
+    from fulmen.checkpoint.layouts import layout_of
+
+    layout = layout_of(path)
+    assert layout is not None  # kind_of found it
+    found = layout.read(path)
+    return {"kind": kind, "content": found["content"], "tensors": found["tensors"],
+            "files": files}
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:

@@ -29,7 +29,7 @@ imported only when a user selects them, so listing plugins never imports a plugi
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -202,6 +202,45 @@ def fulmen_check_selection(selection: Selection) -> Iterable[str] | str | None:
             if selection.strategy.name == "my_ddp" and selection.num_nodes > 4:
                 yield (f"strategy 'my_ddp' runs on at most 4 nodes, num_nodes={selection.num_nodes}"
                        " was given; use strategy='ddp' for more")
+    """
+
+
+@hookspec
+def fulmen_checkpoint_layouts() -> Iterable[Any]:
+    """Yield the checkpoint directory layouts this plugin's strategy writes, when they are not
+    fulmen's canonical ones (:class:`fulmen.checkpoint.layouts.CheckpointLayout` instances or
+    classes).
+
+    ``fulmen checkpoint inspect|convert|verify|diff`` recognise a directory in a registered
+    layout (``CheckpointLayout.detect``), show its tensors and convert it into a canonical
+    checkpoint (``CheckpointLayout.read``); a strategy that cannot load it refuses it with the
+    command that converts it. Importing the layout class must be cheap: it is imported when a
+    checkpoint directory that is not DCP is read, not when plugins are listed.
+
+    :return: layouts (or layout classes); collected from every plugin.
+
+    Example::
+
+        from fulmen import hookimpl
+        from fulmen.checkpoint.layouts import CheckpointLayout
+
+        class MyEngineLayout(CheckpointLayout):
+            name = "my_engine"
+            description = "my engine's checkpoint directory (engine.json and shard_*.pt)"
+
+            def detect(self, path):
+                return (path / "engine.json").is_file()
+
+            def read(self, path):
+                import torch
+
+                weights = torch.load(path / "shard_0.pt", weights_only=True)
+                return {"content": {}, "tensors": {f"state_dict.{k}": v
+                                                   for k, v in weights.items()}}
+
+        @hookimpl
+        def fulmen_checkpoint_layouts():
+            yield MyEngineLayout()
     """
 
 

@@ -43,6 +43,8 @@ from fulmen.kernel.plugin_info import ACTIVE, DISABLED, FAILED, PluginInfo
 if TYPE_CHECKING:
     from fulmen.kernel.catalog import Catalog
 
+#: collect hooks besides the kinds' record hooks (kinds.HOOKS)
+_OTHER_COLLECT_HOOKS = frozenset({"fulmen_check_selection", "fulmen_checkpoint_layouts"})
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
@@ -229,7 +231,7 @@ class PluginManager(pluggy.PluginManager):
         out, and the call goes on without it; each answer is recorded with the name of the
         plugin that gave it, for :meth:`first_result` and :meth:`collect`."""
         record = self._calls[-1] if self._calls else _CallRecord()
-        collects = hook_name in HOOKS.values() or hook_name == "fulmen_check_selection"
+        collects = hook_name in HOOKS.values() or hook_name in _OTHER_COLLECT_HOOKS
         guarded = [self._guard(impl, hook_name, record, collects) for impl in methods]
         return super()._hookexec(hook_name, guarded, kwargs, firstresult)
 

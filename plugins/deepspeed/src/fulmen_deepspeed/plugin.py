@@ -30,3 +30,9 @@ def fulmen_strategies() -> Any:
                            interactive=False, description=f"DeepSpeed {description}")
 
 
+@hookimpl
+def fulmen_checkpoint_layouts() -> Any:
+    """DeepSpeed's own checkpoint directory, for ``fulmen checkpoint inspect|convert``."""
+    from fulmen_deepspeed.layout import DeepSpeedLayout
+
+    yield DeepSpeedLayout()
