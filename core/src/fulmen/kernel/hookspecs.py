@@ -185,9 +185,11 @@ def fulmen_loggers() -> Iterable[LoggerSpec]:
 def fulmen_check_selection(selection: Selection) -> Iterable[str] | str | None:
     """Object to a composed selection this plugin cannot run.
 
-    Called on every plugin after composition resolved every argument. Each message should say
-    what cannot work and what would. All messages from all plugins (and composition's own checks)
-    are raised together in one ``ConfigurationError``.
+    For checks across plugins. A check of one plugin instance belongs in its class's
+    ``check_selection(selection)`` method (every base class has one), which composition calls
+    on each selected plugin. Called on every plugin after composition resolved every
+    argument. Each message should say what cannot work and what would. All messages from all
+    plugins (and composition's own checks) are raised together in one ``ConfigurationError``.
 
     :param selection: the :class:`fulmen.kernel.compose.Selection` (accelerator, strategy,
         precision, environment instances, ``device_ids``, ``num_nodes``, ``interactive``).
