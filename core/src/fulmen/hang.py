@@ -27,12 +27,14 @@ process only reports (no other rank can be waiting for it).
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import json
 import logging
 import os
 import socket
 import sys
 import sysconfig
+import tempfile
 import threading
 import time
 import traceback
@@ -40,7 +42,7 @@ from collections.abc import Callable, Hashable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import IO, Any
 
 log = logging.getLogger("fulmen.hang")
 DEFAULT_THRESHOLD = 300.0
@@ -187,13 +189,14 @@ class HangDoctor:
             return phase_changes(), self.progress()
 
         last, since, reported = progress(), time.monotonic(), False
-        while not self._stop.wait(interval):
-            now, current = time.monotonic(), progress()
-            if current != last or working.since_last(interval):
-                last, since, reported = current, now, False
-            elif not reported and now - since >= max(self.threshold, _phase["allow"]):
-                reported = True
-                self._report(now - since)
+        with contextlib.closing(working):
+            while not self._stop.wait(interval):
+                now, current = time.monotonic(), progress()
+                if current != last or working.since_last(interval):
+                    last, since, reported = current, now, False
+                elif not reported and now - since >= max(self.threshold, _phase["allow"]):
+                    reported = True
+                    self._report(now - since)
 
     def _report(self, waited: float) -> None:
         frame = sys._current_frames().get(self._main.ident or -1)
@@ -280,6 +283,7 @@ class _Working:
             self._clock: int | None = time.pthread_getcpuclockid(main.ident or 0)
         except (AttributeError, OSError):  # not on this platform: counters only
             self._clock = None
+        self._dump: IO[bytes] | None = None
         self._cpu = self._cpu_time()
         self._stack = self._signature()
 
@@ -291,13 +295,28 @@ class _Working:
         except OSError:
             return 0.0
 
-    def _signature(self) -> tuple[tuple[str, str, int], ...]:
-        frame = sys._current_frames().get(self._main.ident or -1)
-        out = []
-        while frame is not None:
-            out.append((frame.f_code.co_filename, frame.f_code.co_name, frame.f_lineno))
-            frame = frame.f_back
-        return tuple(out)
+    def _signature(self) -> str:
+        """The main thread's stack as text. Walking another thread's frame objects from here
+        (``sys._current_frames()`` then ``f_back``) races with that thread's calls and returns
+        and can crash CPython 3.11 (cpython#111363); ``faulthandler`` reads the raw frames in
+        one C call, under the GIL, and creates no frame object."""
+        if self._dump is None:
+            self._dump = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
+        self._dump.seek(0)
+        self._dump.truncate()
+        faulthandler.dump_traceback(self._dump, all_threads=True)
+        self._dump.seek(0)
+        text = self._dump.read().decode(errors="replace")
+        marker = f"hread 0x{self._main.ident or 0:016x}"
+        start = text.find(marker)
+        if start < 0:
+            return ""
+        end = text.find("\n\n", start)
+        return text[start:end if end >= 0 else len(text)]
+
+    def close(self) -> None:
+        if self._dump is not None:
+            self._dump.close()
 
     def since_last(self, interval: float) -> bool:
         if self._clock is None:
