@@ -119,6 +119,13 @@ try:
     t.fit(Net(), DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=4))
 except NonFiniteError as exc:
     print(f'STOPPED rank {t.global_rank} at step {t.global_step}: {exc}', flush=True)
+    # the first rank to exit ends the job: wait until every rank has said where it stopped
+    import pathlib, time
+    pathlib.Path(f'stopped.{t.global_rank}').touch()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not all(
+            pathlib.Path(f'stopped.{r}').exists() for r in range(t.world_size)):
+        time.sleep(0.05)
     sys.exit(3)
 print(f'FINISHED rank {t.global_rank} at step {t.global_step}', flush=True)
 """
@@ -138,14 +145,13 @@ def test_ddp_every_rank_stops_together_under_detect_anomaly(tmp_path):
     done = _run_ddp(tmp_path, "stop")
     out = done.stdout + done.stderr
     assert done.returncode != 0, out
-    # Rank 0 stops at the same step because rank 1's loss was NaN: the ranks agreed. Rank 1's
-    # own line may be cut off (rank 0's failure ends the job and stops rank 1), so it is
-    # checked only when it made it out.
+    # Rank 0 stops at the same step because rank 1's loss was NaN: the ranks agreed. (The
+    # script holds each rank until both said where they stopped: the first rank to exit ends
+    # the job.)
     assert "STOPPED rank 0 at step 2: rank 0/2: the training loss is non-finite on another " \
         "rank at epoch 0, global step 2, batch_idx 2" in out, out
-    if "STOPPED rank 1" in out:
-        assert "STOPPED rank 1 at step 2: rank 1/2: the training loss is nan at epoch 0, " \
-            "global step 2, batch_idx 2" in out, out
+    assert "STOPPED rank 1 at step 2: rank 1/2: the training loss is nan at epoch 0, " \
+        "global step 2, batch_idx 2" in out, out
     assert "FINISHED" not in out
 
 
