@@ -156,6 +156,11 @@ class Ledger:
         if self._thread is not None:
             self._thread.join(2)
             self._thread = None
+        if self.resume is not None and self.resume.first_step_at is None and \
+                self.trainer.global_step != self._start_step:
+            # the run stepped and ended between two polls of the heartbeat thread: the first
+            # step ended no later than now
+            self._first_step_done()
 
     def _resume(self, entry: dict[str, Any], restored: dict[str, Any], path: str) -> Resume:
         step = int(restored.get("global_step", 0))
