@@ -141,3 +141,12 @@ def _python_without(distribution: str, root: Path) -> list[str]:
     return [sys.executable, "-S", "-c",
             f"import site, sys; site.addsitedir({str(target)!r}); sys.argv[1:] = []; "
             "exec(sys.stdin.read())"]
+
+
+@pytest.fixture
+def metadata() -> Iterator[Any]:
+    """AWS, GCP and Azure instance-metadata endpoints served on loopback (``metadata.url``;
+    ``metadata.preempted.set()`` schedules the interruption): ``tests/fixtures/metadata_server``."""
+    from metadata_server import serve
+
+    yield from serve()

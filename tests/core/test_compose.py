@@ -182,7 +182,7 @@ def test_bad_plugins_entries(fake_hardware):
                        r"'local' and 'fakecluster'; pass only one"):
         fulmen.Trainer(plugins=["local", "fakecluster"])
     with pytest.raises(ConfigurationError, match=r"plugins=\['slrum'\]: no active plugin "
-                       r"registers an environment or a precision named 'slrum'. "
+                       r"registers an environment, a precision or a stop notice named 'slrum'. "
                        r"Did you mean 'slurm'\?"):
         fulmen.Trainer(plugins=["slrum"])
 

@@ -18,7 +18,7 @@ import torch
 from processes import clean_environment
 
 from conftest import SCRIPTS
-from fulmen.trainer.preemption import VOTE_SECONDS
+from fulmen.fault_tolerance.preemption import VOTE_SECONDS
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 SCRIPT = str(SCRIPTS / "cluster_train.py")

@@ -12,6 +12,7 @@ import contextlib
 import functools
 import inspect
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,10 @@ from fulmen.api.async_checkpoint_io import AsyncCheckpointIO
 from fulmen.api.logger import FAILED, INTERRUPTED, SUCCESS
 from fulmen.apply import apply_to_tensors
 from fulmen.errors import ConfigurationError, FulmenError
+from fulmen.fault_tolerance.lost_work import KEY
 from fulmen.kernel.legacy import translate_flag
 from fulmen.kernel.selection import SelectionReport, select
+from fulmen.lite_preemption import LitePreemption
 from fulmen.lite_wrappers import EmptyInit, LiteDataLoader, LiteModule, LiteOptimizer
 from fulmen.loggers import resolve_loggers
 from fulmen.loggers.dispatch import LoggerSet
@@ -72,6 +75,12 @@ def _apply_filter(state: dict[str, Any], filter: Any) -> dict[str, Any]:
         if kept:
             out[key] = kept
     return out
+
+
+def _named_entries(state: dict[str, Any]) -> bool:
+    """Whether ``state`` is a dictionary of named entries (``{"model": ..., "step": 3}``), which
+    can carry fulmen's ``fault_tolerance`` record, rather than a bare state dict of tensors."""
+    return not all(isinstance(v, torch.Tensor) for v in state.values())
 
 
 def _as_list(value: Any, flag: str) -> list[Any]:
@@ -132,6 +141,7 @@ class Lite(SelectionReport):
         self._backward: Callable[..., None] | None = None  # strategy.backward, once set up
         #: the strategy's background writer when it has one (a failed save stops ``backward``)
         self._background: AsyncCheckpointIO | None = None
+        self._preemption: LitePreemption | None = None  # made in each process when first used
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -191,15 +201,29 @@ class Lite(SelectionReport):
                            "process group)", self.strategy):
             self.strategy.setup_environment()
         self._launched = True
+        preempted: SystemExit | None = None
         try:
-            result = function(*args, **kwargs)
+            try:
+                result = function(*args, **kwargs)
+            except SystemExit as exc:  # lite.preemption.exit() after the preemption checkpoint
+                if self._preemption is None or not self._preemption.is_exit(exc):
+                    raise
+                preempted = exc
+            if function is not _do_nothing and (self._preemption is not None
+                                                or self.preemption_notices):
+                preempted = self.preemption.close(failed=False)  # (says if never asked)
             self.strategy.checkpoint_io.teardown()  # background saves finish (or fail) here
         except BaseException as exc:
+            if self._preemption is not None:
+                self._preemption.close(failed=True)
             self.strategy.on_exception(exc)
             if function is not _do_nothing:
                 self.logger_set.finalize(INTERRUPTED if isinstance(exc, KeyboardInterrupt)
                                          else FAILED)
             raise
+        if preempted is not None:  # saved after a stop notice: leave as the scheduler expects
+            self.logger_set.finalize(INTERRUPTED)
+            raise preempted
         if function is not _do_nothing:  # the loop ran here: its loggers' runs end with it
             self.logger_set.finalize(SUCCESS)
         return result
@@ -260,6 +284,34 @@ class Lite(SelectionReport):
                                "because it is not callable")
                 continue
             method(*args, **kwargs)
+
+    # ------------------------------------------------------------------ stop notices
+
+    @property
+    def preemption(self) -> LitePreemption:
+        """This process's stop notices, step count and lost work (see :meth:`should_stop`):
+        ``global_step``, ``action``, ``notice``, ``resume``, ``checkpoint``, ``exit_code``,
+        ``exit()``."""
+        self._require_launched("preemption")
+        if self._preemption is None:
+            self._preemption = LitePreemption(self)
+        return self._preemption
+
+    def should_stop(self, step: int | None = None) -> bool:
+        """Call at each step boundary of the loop: True, on every rank after the same step,
+        once a stop notice arrived (SIGTERM from torchrun, Kubernetes or a scheduler; SLURM's
+        signals; a notice in ``Lite(plugins=["aws_spot"])``). Then save with ``lite.save(path,
+        state)`` (the preemption checkpoint, timed against the notice window) and leave the loop;
+        when ``run()`` or the launched function returns, each process exits with the scheduler's
+        convention (requeue and 0 under SLURM's requeue signal; else 128 + the signal, 143).
+
+        The first call starts watching the notices; before it, a signal acts as it would
+        without fulmen. In one process nothing is communicated; with several, the ranks agree
+        with an asynchronous vote about every half second of training, never at every step.
+        ``step``: the optimizer steps done so far (default: one more than at the last call, or
+        than the step of the checkpoint ``lite.load`` restored); it is what the checkpoints and
+        the lost-work report count."""
+        return self.preemption.should_stop(step)
 
     # ------------------------------------------------------------------ set-up
 
@@ -533,11 +585,23 @@ class Lite(SelectionReport):
         if filter is not None:
             state = _apply_filter(state, filter)
         self._check_writable(path)
+        preemption = self._preemption
+        started = time.monotonic()
+        if preemption is not None and isinstance(state, dict) and _named_entries(state):
+            preemption.saving(path)
+            entry = preemption.entry()  # when and why it was saved, the resumes so far
+            if entry is not None:
+                state = {**state, KEY: entry}
+        preempting = preemption is not None and preemption.preempting
+        async_save = async_save and not preempting  # the preemption checkpoint is committed
         writer = self._writer(async_save)
         self.strategy.save_checkpoint(state, path)
         if writer is not None and not async_save:
             writer.wait()  # this save was asked to be synchronous
         self.strategy.barrier("lite.save")
+        if preempting:
+            assert preemption is not None
+            preemption.saved(path, time.monotonic() - started)
 
     def _writer(self, async_save: bool) -> AsyncCheckpointIO | None:
         """The strategy's background writer, installed on the first ``async_save=True``."""
@@ -555,6 +619,8 @@ class Lite(SelectionReport):
         allows keys of ``state`` missing from the checkpoint and partial module weights."""
         self._require_launched("load")
         checkpoint = self.strategy.load_checkpoint(path, weights_only=weights_only)
+        if isinstance(checkpoint, dict) and isinstance(checkpoint.get(KEY), dict):
+            self.preemption.restored(checkpoint, path)  # lost work; the step count goes on
         if state is None:
             return checkpoint
         if not isinstance(checkpoint, dict):
@@ -584,7 +650,7 @@ class Lite(SelectionReport):
                 module = target.module if isinstance(target, LiteModule) else target
                 raise fit_error(path, module, checkpoint[key], exc,
                                 what=f"state[{key!r}] ({type(module).__name__})") from exc
-        return {k: v for k, v in checkpoint.items() if k not in state}
+        return {k: v for k, v in checkpoint.items() if k not in state and k != KEY}
 
     def load_raw(self, path: Any, obj: torch.nn.Module | torch.optim.Optimizer,
                  strict: bool = True, weights_only: bool = True) -> None:

@@ -4,16 +4,12 @@ resume logs, checkpoints and sends to the loggers."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from datetime import UTC, datetime, timedelta
-from email.utils import format_datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -26,63 +22,9 @@ import fulmen
 from fulmen import ConfigurationError
 from fulmen.api.notice import Notice, PreemptionNotice
 from fulmen.callbacks import ModelCheckpoint
+from fulmen.fault_tolerance import lost_work
 from fulmen.loggers import CSVLogger
-from fulmen.trainer import lost_work
 from fulmen_environments.notices import AWSSpotNotice, AzureSpotNotice, GCPPreemptionNotice
-
-
-class Metadata(BaseHTTPRequestHandler):
-    """The three providers' metadata endpoints; ``server.preempted`` flips them."""
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def _send(self, status: int, body: str) -> None:
-        self.send_response(status)
-        self.end_headers()
-        self.wfile.write(body.encode())
-
-    def do_PUT(self) -> None:  # AWS IMDSv2: a token for the requests that follow
-        ttl = self.headers["X-aws-ec2-metadata-token-ttl-seconds"]
-        if self.path == "/latest/api/token" and ttl:
-            self._send(200, "token-1")
-        else:
-            self._send(400, "")
-
-    def do_GET(self) -> None:
-        server: Any = self.server
-        server.requests.append(self.path)
-        preempted = server.preempted.is_set()
-        if self.path == "/latest/meta-data/spot/instance-action":
-            if self.headers["X-aws-ec2-metadata-token"] != "token-1":
-                return self._send(401, "")
-            when = datetime.now(UTC) + timedelta(seconds=120)
-            return self._send(200, json.dumps({"action": "terminate", "time": when.strftime(
-                "%Y-%m-%dT%H:%M:%SZ")})) if preempted else self._send(404, "Not Found")
-        if self.path == "/computeMetadata/v1/instance/preempted":
-            if self.headers["Metadata-Flavor"] != "Google":
-                return self._send(403, "")
-            return self._send(200, "TRUE" if preempted else "FALSE")
-        if self.path.startswith("/metadata/scheduledevents"):
-            events = [{"EventId": "E1", "EventType": "Freeze", "NotBefore": ""}]
-            if preempted:
-                events.append({"EventId": "E2", "EventType": "Preempt", "NotBefore":
-                               format_datetime(datetime.now(UTC) + timedelta(
-                                   seconds=30), usegmt=True)})
-            return self._send(200, json.dumps({"DocumentIncarnation": 1, "Events": events}))
-        return self._send(404, "")
-
-
-@pytest.fixture
-def metadata() -> Any:
-    server: Any = ThreadingHTTPServer(("127.0.0.1", 0), Metadata)
-    server.preempted, server.requests = threading.Event(), []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    server.url = f"http://127.0.0.1:{server.server_address[1]}"
-    yield server
-    server.shutdown()
-    server.server_close()
 
 
 @pytest.mark.parametrize("kind", [AWSSpotNotice, GCPPreemptionNotice, AzureSpotNotice])

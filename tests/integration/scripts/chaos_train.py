@@ -1,6 +1,7 @@
 """A job that chaos tests interrupt: run under ``torchrun --max-restarts=N``, it trains with the
 Trainer (``--strategy ddp|fsdp``) or with Lite's own loop (``--strategy lite``), checkpoints every
-``--every`` steps, and always resumes with ``ckpt_path="last"`` (Lite: the newest ``last.ckpt``).
+``--every`` steps, and always resumes with ``ckpt_path="last"`` (Lite: ``last.ckpt``, which a
+notice also writes).
 
 ``--step-seconds`` makes each step last at least that long (a real step's pace: the ranks vote
 on notices every half second, so a run of a fraction of a second would end before they agree).
@@ -126,9 +127,15 @@ def run_trainer(args: argparse.Namespace, plan: list[list[Any]]) -> None:
 
 
 def run_lite(args: argparse.Namespace, plan: list[list[Any]]) -> None:
-    """Raw PyTorch with Lite: the loop saves ``last.ckpt`` every ``--every`` steps (atomically)
-    and resumes from it, skipping the batches of the epoch it had done."""
     lite = fulmen.Lite(accelerator="cpu", devices=args.devices, strategy="ddp")
+    lite.launch(lite_loop, args, plan)
+
+
+def lite_loop(lite: fulmen.Lite, args: argparse.Namespace, plan: list[list[Any]]) -> None:
+    """Raw PyTorch with Lite: the loop saves ``last.ckpt`` every ``--every`` steps (atomically),
+    asks ``lite.should_stop(step)`` after each step (a notice: save ``last.ckpt`` there and
+    return; the launch exits 143, so torchrun restarts the job), and resumes from it, skipping
+    the batches of the epoch it had done."""
     lite.seed_everything(7)
     model = network()
     optimizer = torch.optim.Adam(model.parameters(), lr=0.02)
@@ -149,7 +156,9 @@ def run_lite(args: argparse.Namespace, plan: list[list[Any]]) -> None:
     if last.exists():
         lite.load(last, state)
     step = state["step"]
-    events.add("start", step=step, world_size=lite.world_size)
+    assert lite.preemption.global_step == step  # the step count goes on from the checkpoint
+    resume = lite.preemption.resume
+    events.add("start", step=step, world_size=lite.world_size, ckpt=str(last))
     per_epoch = len(epoch_loader(0))
     while step < args.steps:
         epoch, done = divmod(step, per_epoch)
@@ -173,6 +182,18 @@ def run_lite(args: argparse.Namespace, plan: list[list[Any]]) -> None:
                 state["step"] = step
                 lite.save(last, state)
             chaos(plan, events, lite.global_rank, step, args.step_seconds)
+            if lite.should_stop(step):
+                events.add("stopping", everyone=True, step=step)
+                state["step"] = step
+                lite.save(last, state)  # the preemption checkpoint
+                return  # lite.launch exits with the scheduler's convention (143)
+            if resume is not None and resume.first_step_at is not None:
+                events.add("resumed", checkpoint_step=resume.checkpoint_step,
+                           failed_step=resume.failed_step, steps_redone=resume.steps_redone,
+                           seconds_redone=resume.seconds_redone,
+                           recovery_seconds=resume.recovery_seconds,
+                           preemption=resume.preemption)
+                resume = None
             if step >= args.steps:
                 break
             reseed(index + 1)

@@ -119,7 +119,7 @@ def _print_fault_tolerance(entry: dict[str, Any]) -> None:
     every resume that led to it."""
     from datetime import datetime
 
-    from fulmen.trainer.lost_work import Resume, describe_preemption
+    from fulmen.fault_tolerance.lost_work import Resume, describe_preemption
 
     if not entry:
         return

@@ -52,6 +52,8 @@ TOP_LEVEL = ("seed_everything", "trainer", "model", "data", "ckpt_path", "test_a
 SAVE_CONFIG = ("true", "false", "overwrite")
 SELECTION_FLAGS = {"accelerator": "accelerator", "strategy": "strategy",
                    "precision": "precision", "plugins": "environment"}
+#: the kinds ``--trainer.plugins`` takes by name
+PLUGINS_BY_NAME = ("environment", "precision", "notice")
 
 
 class SaveConfigCallback(Callback):
@@ -183,8 +185,10 @@ class FulmenCLI:
             default = inspect.signature(self.trainer_class.__init__).parameters[flag].default
             kind_type: Any = list[str] | str | None if flag == "plugins" else int | str \
                 if flag == "precision" else str
+            registered = "; ".join(f"{k}s: {names.get(k)}" for k in PLUGINS_BY_NAME) \
+                if flag == "plugins" else names.get(kind)
             parser.add_argument(f"--trainer.{flag}", type=kind_type, default=default,
-                                help=f"{_flag_help(flag)} Registered now: {names.get(kind)}")
+                                help=f"{_flag_help(flag)} Registered now: {registered}")
         defaults = {f"trainer.{k}": v for k, v in self.trainer_defaults.items()
                     if k != "callbacks"}  # instances: added when the Trainer is made
         if defaults:
@@ -468,7 +472,8 @@ def _flag_help(flag: str) -> str:
     return {"accelerator": "'auto' or a registered accelerator name.",
             "strategy": "'auto' or a registered strategy name.",
             "precision": "a registered precision name or alias.",
-            "plugins": "registered environment or precision names."}[flag]
+            "plugins": "registered environment, precision or stop-notice names "
+                       "(e.g. '[aws_spot]')."}[flag]
 
 
 def config_sources(args: list[str]) -> list[Path]:

@@ -27,6 +27,7 @@ from fulmen.errors import (
 )
 from fulmen.kernel.catalog import PLURAL, Catalog, Entry
 from fulmen.kernel.kinds import TABLE
+from fulmen.kernel.known_plugins import KNOWN
 from fulmen.kernel.manager import PluginManager, get_plugin_manager
 from fulmen.kernel.records import load_target
 
@@ -95,9 +96,11 @@ class _Composer:
 
     def sort_plugins(self, plugins: Sequence[Any]) -> dict[str, Any]:
         """Split ``plugins=[...]`` into one environment, precision and checkpoint IO at most,
-        and any number of stop-notice sources (``notices``)."""
+        and any number of stop-notice sources (``notices``: instances, or registered notice
+        names built from their records)."""
         roles = {"environment": ClusterEnvironment, "precision": Precision,
                  "checkpoint_io": CheckpointIO}
+        by_name = ("environment", "precision", "notice")
         found: dict[str, Any] = {"notices": []}
         for item in plugins:
             if isinstance(item, PreemptionNotice):
@@ -105,32 +108,27 @@ class _Composer:
                 continue
             role = next((r for r, base in roles.items() if isinstance(item, base)), None)
             if role is None and isinstance(item, str):
-                role = next((k for k in ("environment", "precision")
-                             if self.catalog.find(k, item)), None)
-            why = None if role or not isinstance(item, str) else (
-                self.catalog.unavailable("environment", item, "plugins")
-                or self.catalog.unavailable("precision", item, "plugins"))
+                role = next((k for k in by_name if self.catalog.find(k, item)), None)
+            why = None if role or not isinstance(item, str) else next(
+                (w for k in sorted(by_name, key=lambda k: item.strip().lower() not in KNOWN.get(
+                    k, {})) if (w := self.catalog.unavailable(k, item, "plugins"))), None)
             if why is not None:
                 self.fail(why)
+            elif role == "notice":
+                self.add_notice(found["notices"], item)
             elif role is None and isinstance(item, str):
                 self.fail(
-                    f"plugins=[{item!r}]: no active plugin registers an environment or a "
-                    f"precision named {item!r}."
-                    + (self.catalog.suggest("environment", item)
-                       or self.catalog.suggest("precision", item))
-                    + " Environments: "
-                    f"{format_choices(self.catalog.names('environment'))}; precisions: "
-                    f"{format_choices(self.catalog.names('precision'))}."
-                    + self.catalog.not_loaded_note()
+                    f"plugins=[{item!r}]: no active plugin registers an environment, a precision "
+                    f"or a stop notice named {item!r}."
+                    + next((h for k in by_name if (h := self.catalog.suggest(k, item))), "")
+                    + self.registered_for_plugins() + self.catalog.not_loaded_note()
                 )
             elif role is None:
                 self.fail(
                     f"plugins=[...] got {item!r} of type {type(item).__name__}, which fulmen does "
                     "not know. It takes ClusterEnvironment, Precision, CheckpointIO and "
-                    "PreemptionNotice instances, "
-                    "or names of environments "
-                    f"({format_choices(self.catalog.names('environment'))}) and precisions "
-                    f"({format_choices(self.catalog.names('precision'))})."
+                    "PreemptionNotice instances, or registered names:"
+                    + self.registered_for_plugins()
                 )
             elif role in found:
                 self.fail(f"plugins=[...] holds two {role.replace('_', ' ')}s: {found[role]!r} and "
@@ -138,6 +136,24 @@ class _Composer:
             else:
                 found[role] = item
         return found
+
+    def registered_for_plugins(self) -> str:
+        """`` Environments: ...; precisions: ...; stop notices: ....`` (what ``plugins=[...]``
+        takes by name)."""
+        return (f" Environments: {format_choices(self.catalog.names('environment'))}; "
+                f"precisions: {format_choices(self.catalog.names('precision'))}; stop notices: "
+                f"{format_choices(self.catalog.names('notice'))}.")
+
+    def add_notice(self, notices: list[Any], name: str) -> None:
+        """Build the notice a registered name selects; the same one twice is a mistake."""
+        entry = self.catalog.select("notice", name, "plugins")
+        if any(n.name == entry.name for n in notices):
+            self.fail(f"plugins=[...] names the stop notice {entry.name!r} twice; pass it once")
+            return
+        try:
+            notices.append(entry.create())
+        except FulmenError as exc:
+            self.fail(exc)
 
     def check_facts(self, acc: Any, strat: Any, prec: Any, env: ClusterEnvironment,
                     names: dict[str, tuple[str, ...]], num_devices: int, num_nodes: int,

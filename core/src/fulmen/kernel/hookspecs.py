@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         AcceleratorSpec,
         EnvironmentSpec,
         LoggerSpec,
+        NoticeSpec,
         PrecisionSpec,
         StrategySpec,
     )
@@ -177,6 +178,34 @@ def fulmen_loggers() -> Iterable[LoggerSpec]:
                 requires=["my_tracker"],
                 install="pip install my-tracker-fulmen",
                 description="runs in My Tracker",
+            )
+    """
+
+
+@hookspec
+def fulmen_notices() -> Iterable[NoticeSpec]:
+    """Declare the stop-notice sources this plugin provides (cloud spot and preemption notices,
+    a scheduler's own announcement).
+
+    A declared notice is selected by name: ``Trainer(plugins=["aws_spot"])``,
+    ``Lite(plugins=["aws_spot"])``, or ``--trainer.plugins='[aws_spot]'`` on the command line.
+    The target must subclass :class:`fulmen.api.notice.PreemptionNotice`; it is imported and
+    built (with the record's ``init_kwargs``) only when the name is selected, so listing
+    notices (``fulmen plugins``) imports none of them.
+
+    :return: an iterable of :class:`fulmen.NoticeSpec`.
+
+    Example::
+
+        from fulmen import NoticeSpec, hookimpl
+
+        @hookimpl
+        def fulmen_notices():
+            yield NoticeSpec(
+                name="my_cloud_spot",
+                target="my_cloud_fulmen.notice:MyCloudSpotNotice",
+                init_kwargs={"interval": 5.0},
+                description="My Cloud's spot reclaim notice (metadata endpoint)",
             )
     """
 

@@ -10,6 +10,7 @@ from fulmen.kernel.records import (
     AcceleratorSpec,
     EnvironmentSpec,
     LoggerSpec,
+    NoticeSpec,
     PrecisionSpec,
     Spec,
     StrategySpec,
@@ -37,6 +38,7 @@ TABLE: tuple[Kind, ...] = (
     Kind("environment", "environments", EnvironmentSpec, "fulmen_environments",
          "fulmen.api:ClusterEnvironment"),
     Kind("logger", "loggers", LoggerSpec, "fulmen_loggers", "fulmen.api:Logger"),
+    Kind("notice", "notices", NoticeSpec, "fulmen_notices", "fulmen.api.notice:PreemptionNotice"),
 )
 BY_NAME: dict[str, Kind] = {k.name: k for k in TABLE}
 KINDS: tuple[str, ...] = tuple(BY_NAME)

@@ -271,3 +271,13 @@ class LoggerSpec(Spec):
                               "subclass fulmen.api.Logger")
         return cls.for_root_dir(root_dir, **{**self.init_kwargs, **overrides})
 
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoticeSpec(Spec):
+    """A source of stop notices (a cloud provider's spot or preemption notice, a scheduler's
+    signal): selected by name in ``Trainer(plugins=["aws_spot"])``, ``Lite(plugins=[...])`` or
+    ``--trainer.plugins='[aws_spot]'``. The target subclasses
+    :class:`fulmen.api.notice.PreemptionNotice` and is built with ``init_kwargs``."""
+
+    kind: ClassVar[str] = "notice"

@@ -75,7 +75,7 @@ class RunState:
     loop_state: dict[str, Any] = field(default_factory=dict)
     #: the checkpoint the running fit resumes from (its ``loops`` entry); None: from scratch
     restore: dict[str, Any] | None = None
-    #: the preemption handler of the running fit (``fulmen.trainer.preemption.Preemption``)
+    #: the preemption handler of the running fit (``fulmen.trainer.preemption.FitPreemption``)
     preemption: Any = None
     #: ``time.monotonic()`` when the running stage started (``max_time``)
     start_time: float = 0.0

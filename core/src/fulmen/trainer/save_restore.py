@@ -47,7 +47,7 @@ def dump(trainer: Trainer, weights_only: bool = False) -> dict[str, Any]:
     }
     preemption = trainer.run_state.preemption
     if preemption is not None:  # when it was saved and why; the resumes that led here
-        from fulmen.trainer.lost_work import KEY
+        from fulmen.fault_tolerance.lost_work import KEY
 
         checkpoint[KEY] = preemption.checkpoint_entry()
     if not weights_only:

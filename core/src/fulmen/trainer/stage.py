@@ -22,7 +22,7 @@ from fulmen.module import Module
 from fulmen.status import banner, configure_logging
 from fulmen.trainer import config, save_restore
 from fulmen.trainer.hooks import HookTable
-from fulmen.trainer.preemption import Preempted, Preemption
+from fulmen.trainer.preemption import FitPreemption, Preempted
 from fulmen.utilities.rank_zero import set_rank
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def _run_stage(trainer: Trainer, doctor: HangDoctor, stage: str, model: Module,
             _log_hyperparams(trainer)  # run's loggers continue it (Lightning's order)
         if trainer.is_global_zero:
             _announce(trainer, stage, trainer.ckpt_path)
-        preemption = Preemption(trainer, ckpt_path) if stage == "fit" else \
+        preemption = FitPreemption(trainer, ckpt_path) if stage == "fit" else \
             contextlib.nullcontext()
         doctor.start()  # (already watching in a job of several processes)
         with hang.phase(f"{stage} loop"), _anomaly_context(trainer), \

@@ -1,18 +1,20 @@
 """Lost work as a number: how much training a failure or a preemption cost.
 
-Global rank zero keeps a heartbeat, ``fulmen_progress.json`` in ``default_root_dir``, in a run
-that may be restarted (:func:`restartable`) from the moment it has a checkpoint to lose work
-against (it resumed from one, or saved one): the
+Global rank zero keeps a heartbeat, ``fulmen_progress.json`` (in the Trainer's
+``default_root_dir``; beside Lite's checkpoints), in a run that may be restarted (the Trainer:
+``fulmen.trainer.preemption.restartable``; Lite: once its loop calls ``lite.should_stop()``)
+from the moment it has a checkpoint to lose work against (it resumed from one, or saved one): the
 step and wall-clock time, written by a daemon thread every :data:`HEARTBEAT_SECONDS` while the
 step advances (nothing on the training thread), and once more when a preemption checkpoint is
 committed, with the notice and how long the save took. Every checkpoint carries
 ``fault_tolerance`` (:func:`checkpoint_entry`): when it was saved, why, and the resumes that led
 to it.
 
-When ``fit`` resumes, the previous attempt's heartbeat and the checkpoint give the
-:class:`Resume` record: steps and seconds redone since that checkpoint (bounded below by the
-heartbeat's period after a hard kill; exact after a notice), the time from the failure (the last
-heartbeat) to the first step after the restart, and the preemption save time against its window.
+When a run resumes (``fit``; Lite's ``lite.load``), the previous attempt's heartbeat and the
+checkpoint give the :class:`Resume` record: steps and seconds redone since that checkpoint
+(bounded below by the heartbeat's period after a hard kill; exact after a notice), the time from
+the failure (the last heartbeat) to the first step after the restart, and the preemption save
+time against its window.
 It is logged, sent to the loggers (``fault_tolerance/*``) and kept in later checkpoints, where
 ``fulmen checkpoint inspect`` shows it.
 """
@@ -29,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from fulmen import storage
 
 if TYPE_CHECKING:
-    from fulmen.trainer.trainer import Trainer
+    from fulmen.fault_tolerance.run import TrainingRun
 
 KEY = "fault_tolerance"
 FILE = "fulmen_progress.json"
@@ -95,22 +97,16 @@ def describe_preemption(record: dict[str, Any]) -> str:
     return text
 
 
-def restartable(trainer: Trainer, requested: Any) -> bool:
-    """Whether a run keeps the heartbeat: a scheduler started its processes (torchrun, SLURM,
-    Kubeflow...), it watches notices passed in ``plugins=[...]``, or it asked for
-    ``ckpt_path="last"`` (the restart-safe line). Other local runs write nothing beside their
-    checkpoints (a resume still reads a heartbeat it finds)."""
-    return (trainer.cluster_environment.creates_processes_externally
-            or bool(trainer.preemption_notices) or requested == "last")
-
-
 class Ledger:
-    """One fit's accounting (global rank zero writes; every rank keeps the records)."""
+    """One run's accounting (global rank zero writes; every rank keeps the records).
 
-    def __init__(self, trainer: Trainer, requested: Any = None) -> None:
-        self.trainer = trainer
-        self.writes = trainer.is_global_zero and restartable(trainer, requested)
-        self.path = storage.join(trainer.default_root_dir, FILE)
+    ``root``: the folder (or URL) of the heartbeat; None until known (Lite: its first
+    checkpoint's folder). ``restartable``: whether the run keeps a heartbeat at all."""
+
+    def __init__(self, run: TrainingRun, root: str | None, restartable: bool) -> None:
+        self.run = run
+        self.writes = run.is_global_zero and restartable
+        self.root = root
         self.resume: Resume | None = None
         #: the resumes that led to this run, oldest first (kept in every checkpoint)
         self.history: list[dict[str, Any]] = []
@@ -121,7 +117,12 @@ class Ledger:
         self._stop = threading.Event()
         self._writing = threading.Lock()  # the heartbeat thread and a save both write
         self._thread: threading.Thread | None = None
-        self._start_step = trainer.global_step
+        self._start_step = run.global_step
+
+    @property
+    def path(self) -> str | None:
+        """The heartbeat file, once the root is known."""
+        return storage.join(self.root, FILE) if self.root is not None else None
 
     def __getstate__(self) -> dict[str, Any]:
         """A pickled Trainer keeps the records, not the heartbeat thread."""
@@ -140,13 +141,23 @@ class Ledger:
     def start(self, restored: dict[str, Any] | None, ckpt_path: str | None) -> None:
         """Read what the previous attempt left (on a resume), then start the heartbeat."""
         if restored is not None:
-            found = restored.get(KEY)
-            entry: dict[str, Any] = found if isinstance(found, dict) else {}
-            self.history = list(entry.get("resumes", []))
-            self.resume = self._resume(entry, restored, ckpt_path or "?")
-            self.armed = True
-        self._start_step = self.trainer.global_step
-        if self.writes or self.resume is not None:
+            self.restore(restored, ckpt_path)
+        self.begin()
+
+    def restore(self, restored: dict[str, Any], ckpt_path: Any) -> None:
+        """A run resumed from ``restored`` (the checkpoint read from ``ckpt_path``): what the
+        previous attempt lost (every rank calls this: rank zero's heartbeat is broadcast)."""
+        found = restored.get(KEY)
+        entry: dict[str, Any] = found if isinstance(found, dict) else {}
+        self.history = list(entry.get("resumes", []))
+        self.resume = self._resume(entry, restored, str(ckpt_path or "?"))
+        self.armed = True
+
+    def begin(self) -> None:
+        """Training starts (or goes on) from here: start the heartbeat thread (once)."""
+        self._stop.clear()
+        self._start_step = self.run.global_step
+        if self._thread is None and (self.writes or self.resume is not None):
             self._thread = threading.Thread(target=self._beat, daemon=True,
                                             name="fulmen-heartbeat")
             self._thread.start()
@@ -157,16 +168,16 @@ class Ledger:
             self._thread.join(2)
             self._thread = None
         if self.resume is not None and self.resume.first_step_at is None and \
-                self.trainer.global_step != self._start_step:
+                self.run.global_step != self._start_step:
             # the run stepped and ended between two polls of the heartbeat thread: the first
             # step ended no later than now
             self._first_step_done()
 
     def _resume(self, entry: dict[str, Any], restored: dict[str, Any], path: str) -> Resume:
-        step = int(restored.get("global_step", 0))
-        beat = read_heartbeat(self.trainer.default_root_dir) if self.trainer.is_global_zero \
-            else None
-        beat = self.trainer.strategy.broadcast(beat)
+        step = int(restored.get("global_step", entry.get("global_step", 0)))
+        beat = read_heartbeat(self.root) if self.root is not None and \
+            self.run.is_global_zero else None
+        beat = self.run.strategy.broadcast(beat)
         saved_at = entry.get("saved_at")
         if not beat or beat.get("step") is None or beat.get("step", -1) < step:
             # no heartbeat, or one from an older run than this checkpoint: unknown
@@ -185,13 +196,13 @@ class Ledger:
 
     def _beat(self) -> None:
         written = None
-        trainer = self.trainer
+        run = self.run
         while not self._stop.is_set():
-            step = trainer.global_step
+            step = run.global_step
             if self.resume is not None and self.resume.first_step_at is None and \
                     step != self._start_step:
                 self._first_step_done()
-            if self.writes and self.armed and step != written:
+            if self.writes and self.armed and step != written and self.root is not None:
                 self.write(step)
                 written = step
             waiting = self.resume is not None and self.resume.first_step_at is None
@@ -204,22 +215,25 @@ class Ledger:
             self.resume.recovery_seconds = max(now - self.resume.failed_at, 0.0)
         self.resume.first_step_at = now
         self.history.append(asdict(self.resume))
-        if self.trainer.is_global_zero:
+        if self.run.is_global_zero:
             from fulmen.status import configure_logging
 
             configure_logging().warning("%s", self.resume.describe())
 
     def write(self, step: int, **extra: Any) -> None:
         """Write the heartbeat (atomically: a reader sees the old or the new one)."""
-        record = {"step": step, "time": time.time(), "epoch": self.trainer.current_epoch,
+        path = self.path
+        if path is None:
+            return
+        record = {"step": step, "time": time.time(), "epoch": self.run.current_epoch,
                   "pid": os.getpid(), **extra}
         if self.preemption is not None:
             record["preemption"] = self.preemption
-        if storage.is_url(self.path):
-            with storage.open_file(self.path, "w") as handle:
+        if storage.is_url(path):
+            with storage.open_file(path, "w") as handle:
                 handle.write(json.dumps(record))
             return
-        local = storage.local(self.path)
+        local = storage.local(path)
         with self._writing:
             os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
             temporary = f"{local}.tmp-{os.getpid()}"
@@ -230,14 +244,14 @@ class Ledger:
     # ------------------------------------------------------------------ what others read
 
     def report(self) -> None:
-        """On the training thread, after the first step of a resumed fit: send the record to
+        """On the training thread, after the first step of a resumed run: send the record to
         the loggers (once)."""
         if self.reported or self.resume is None or self.resume.first_step_at is None:
             return
         self.reported = True
-        if self.trainer.is_global_zero:
-            for logger in self.trainer.loggers:
-                logger.log_metrics(self.resume.metrics(), self.trainer.global_step)
+        if self.run.is_global_zero:
+            for logger in self.run.loggers:
+                logger.log_metrics(self.resume.metrics(), self.run.global_step)
 
     def preempted(self, record: dict[str, Any]) -> None:
         """A preemption checkpoint was committed: remember it and write the heartbeat now."""
@@ -249,10 +263,10 @@ class Ledger:
     def checkpoint_entry(self, reason: str) -> dict[str, Any]:
         """What a checkpoint saved now records under ``fault_tolerance``."""
         if self.writes and reason == "periodic" and not self._stop.is_set():
-            self.write(self.trainer.global_step)  # the heartbeat is never older than this
+            self.write(self.run.global_step)  # the heartbeat is never older than this
         self.armed = not self._stop.is_set()  # not after the fit ended
         entry: dict[str, Any] = {"saved_at": time.time(), "reason": reason,
-                                 "global_step": self.trainer.global_step,
+                                 "global_step": self.run.global_step,
                                  "resumes": list(self.history)}
         if self.resume is not None and self.resume.first_step_at is None:
             entry["resumes"].append(asdict(self.resume))  # saved before the first step

@@ -1,0 +1,15 @@
+"""The ``aws_spot`` notice plugin: EC2 spot interruption notices
+(``Trainer(plugins=["aws_spot"])``). Declares the record only; the notice class is imported when
+the name is selected."""
+
+from fulmen import NoticeSpec, hookimpl
+
+
+@hookimpl
+def fulmen_notices():
+    yield NoticeSpec(
+        name="aws_spot",
+        target="fulmen_environments.notices:AWSSpotNotice",
+        description="EC2 spot interruption (instance-metadata spot/instance-action, IMDSv2); "
+                    "about 120 s of notice",
+    )
