@@ -95,9 +95,9 @@ def problems(text: str, names: dict[str, set[str]] | None = None) -> list[str]:
         for items in PLUGINS_ARG.findall(line):
             for value in re.findall(r"[\"']([^\"']+)[\"']", items):
                 if not value.startswith("your_") and value not in (
-                        names["environment"] | names["precision"] | local):
-                    found.append(f"line {number}: plugins=[{value!r}] names no environment or "
-                                 "precision")
+                        names["environment"] | names["precision"] | names["notice"] | local):
+                    found.append(f"line {number}: plugins=[{value!r}] names no environment, "
+                                 "precision or stop notice")
         for groups in HOOK_DEF.findall(line):
             hook = next(g for g in groups if g)
             if hook not in hooks and importlib.util.find_spec(hook) is None:
@@ -146,7 +146,7 @@ fulmen.Trainer(plugins=["slurmm"])
 def test_checker_accepts_real_and_local_names():
     good = '''
 fulmen.Trainer(strategy="ddp_spawn", accelerator="gpu", precision=16, devices="1, 3",
-               plugins=["slurm"])
+               plugins=["slurm", "aws_spot"])
 fulmen.Trainer(accelerator="ddp")  # legacy: a strategy name as accelerator
 fulmen.Trainer(strategy="deepspeed_stage_3_offload")  # a known plugin package
 StrategySpec(name="my_ddp", target="pkg.mod:Cls")
