@@ -44,6 +44,11 @@ def _global_rank(lite: Lite) -> int:
     return lite.global_rank
 
 
+def _loggers_of(lite: Lite) -> list[Any]:
+    """The Lite's loggers (a module-level function: the Lite may be pickled)."""
+    return lite.loggers
+
+
 def _do_nothing(lite: Lite) -> None:
     """What ``launch()`` without a function runs in each process."""
 
@@ -294,7 +299,7 @@ class Lite(SelectionReport):
         ``exit()``."""
         self._require_launched("preemption")
         if self._preemption is None:
-            self._preemption = LitePreemption(self)
+            self._preemption = LitePreemption(self, functools.partial(_loggers_of, self))
         return self._preemption
 
     def should_stop(self, step: int | None = None) -> bool:

@@ -32,10 +32,12 @@ from fulmen.fault_tolerance.preemption import Preempted, Preemption
 from fulmen.status import configure_logging
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from fulmen.api import ClusterEnvironment, Strategy
     from fulmen.api.logger import Logger
     from fulmen.api.notice import Notice, PreemptionNotice
-    from fulmen.lite import Lite
+    from fulmen.kernel.selection import SelectionReport
 
 
 class LitePreemption:
@@ -46,8 +48,10 @@ class LitePreemption:
     one this process received), :attr:`resume` (what the restart that led here cost),
     :attr:`checkpoint` (the preemption checkpoint written), :attr:`exit_code`."""
 
-    def __init__(self, lite: Lite) -> None:
+    def __init__(self, lite: SelectionReport, loggers: Callable[[], Sequence[Logger]]) -> None:
+        """``lite``: the Lite (its selection and ranks); ``loggers``: its loggers, when asked."""
         self.lite = lite
+        self._loggers = loggers
         #: step boundaries passed (``should_stop`` calls, or the step it was given)
         self.global_step = 0
         self.current_epoch = 0
@@ -87,7 +91,7 @@ class LitePreemption:
 
     @property
     def loggers(self) -> Sequence[Logger]:
-        return self.lite.loggers
+        return self._loggers()
 
     # ------------------------------------------------------------------ what users read
 
