@@ -178,15 +178,15 @@ def lite_loop(lite: fulmen.Lite, args: argparse.Namespace, plan: list[list[Any]]
             lite.backward(F.cross_entropy(model(x), y))
             optimizer.step()
             step += 1
-            if step % args.every == 0:
-                state["step"] = step
-                lite.save(last, state)
-            chaos(plan, events, lite.global_rank, step, args.step_seconds)
-            if lite.should_stop(step):
+            if lite.should_stop(step):  # the step boundary comes first: saves record its step
                 events.add("stopping", everyone=True, step=step)
                 state["step"] = step
                 lite.save(last, state)  # the preemption checkpoint
                 return  # lite.launch exits with the scheduler's convention (143)
+            if step % args.every == 0:
+                state["step"] = step
+                lite.save(last, state)
+            chaos(plan, events, lite.global_rank, step, args.step_seconds)
             if resume is not None and resume.first_step_at is not None:
                 events.add("resumed", checkpoint_step=resume.checkpoint_step,
                            failed_step=resume.failed_step, steps_redone=resume.steps_redone,

@@ -19,9 +19,11 @@ import torch
 
 import fulmen
 from fulmen.api.logger import Logger
+from fulmen.api.notice import PreemptionNotice
 from fulmen.testing import models
 from fulmen.testing.clauses import PASS, SKIP, clauses_for
 from fulmen.testing.logger_checks import check_logger
+from fulmen.testing.notice_checks import check_notice
 from fulmen.testing.record import (
     Broken,
     Recorder,
@@ -34,7 +36,7 @@ from fulmen.testing.record import (
 
 BASES = {"accelerator": fulmen.Accelerator, "strategy": fulmen.Strategy,
          "precision": fulmen.Precision, "environment": fulmen.ClusterEnvironment,
-         "logger": Logger}
+         "logger": Logger, "notice": PreemptionNotice}
 
 
 @functools.cache
@@ -783,4 +785,4 @@ def sync_problems(lite: fulmen.Lite, mesh: Any = None) -> dict[str, Any]:
 
 CHECKS = {"accelerator": check_accelerator, "precision": check_precision,
           "environment": check_environment, "strategy": check_strategy,
-          "logger": check_logger}
+          "logger": check_logger, "notice": check_notice}

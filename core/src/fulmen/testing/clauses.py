@@ -142,6 +142,17 @@ _ALL = [
 ]
 
 _ALL += [Clause(*clause) for clause in LOGGER_CLAUSES]  # the logger kind's (own module)
+_ALL += [
+    Clause("notice.describe", "notice",
+           "describe() returns one line, per_node is a bool, window is positive seconds or None",
+           "return a one-line string from describe(); set per_node (True when the notice is "
+           "about the machine) and window (seconds of notice, when known) as class attributes"),
+    Clause("notice.watch", "notice",
+           "start(announce) returns within 5 s, announces nothing while no stop is scheduled, "
+           "and stop() returns within 5 s with every thread start() began ended",
+           "poll or wait in a daemon thread of your own (never on the training thread), "
+           "announce only what was received, and make stop() end and join that thread"),
+]
 
 CLAUSES: dict[str, Clause] = {c.id: c for c in _ALL}
 

@@ -26,7 +26,7 @@ from fulmen.testing.clauses import FAIL, PASS, SKIP, Result, clauses_for
 from fulmen.testing.ranks import crash_hint, hint_for, read_ranks, stopped
 from fulmen.testing.record import read
 
-KINDS = ("accelerator", "precision", "environment", "strategy", "logger")
+KINDS = ("accelerator", "precision", "environment", "strategy", "logger", "notice")
 PROCESS_CLAUSES = ("strategy.processes", "strategy.trainer_processes", "strategy.lite_processes",
                    "strategy.no_backward_sync")
 RANK_VARIABLES = ("LOCAL_RANK", "RANK", "WORLD_SIZE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT",
