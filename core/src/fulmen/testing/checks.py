@@ -12,6 +12,7 @@ import inspect
 import io
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -783,6 +784,7 @@ def sync_problems(lite: fulmen.Lite, mesh: Any = None) -> dict[str, Any]:
             "where": defined_at(kind.no_backward_sync)}
 
 
-CHECKS = {"accelerator": check_accelerator, "precision": check_precision,
-          "environment": check_environment, "strategy": check_strategy,
-          "logger": check_logger, "notice": check_notice}
+CHECKS: dict[str, Callable[[str, Any, Recorder, Path], dict[str, Any]]] = {
+    "accelerator": check_accelerator, "precision": check_precision,
+    "environment": check_environment, "strategy": check_strategy, "logger": check_logger,
+    "notice": check_notice}
