@@ -1,0 +1,184 @@
+"""Three replica groups on torchft, one killed with SIGKILL mid-training (real processes, gloo).
+
+Each group is its own process (``scripts/replica_group.py``: Lite with ``TorchFTStrategy``),
+started with torchft's environment variables (``REPLICA_GROUP_ID``, ``NUM_REPLICA_GROUPS``);
+group 0 starts the lighthouse (none is given). The test kills group 1 once it has committed a few
+steps, checks that groups 0 and 2 go on committing steps without it (``min_replicas`` = 2, the
+default majority of 3), restarts group 1, which receives the weights and optimizer state from a
+live peer (no checkpoint exists anywhere), and checks that all three end on equal weights
+(``torch.equal``) after the same number of committed steps (the test names that number once
+group 1 is back). It prints what it measured: how long the survivors stood still after the
+kill, and how long the restarted group took from its start to its first committed step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+pytest.importorskip("torchft")
+
+SCRIPT = Path(__file__).parent / "scripts" / "replica_group.py"
+GROUPS = 3
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return int(s.getsockname()[1])
+
+
+def read(log: Path) -> list[dict[str, Any]]:
+    if not log.exists():
+        return []
+    lines = []
+    for line in log.read_text().splitlines():
+        try:
+            lines.append(json.loads(line))
+        except json.JSONDecodeError:  # a line cut by SIGKILL
+            pass
+    return lines
+
+
+def committed(log: Path) -> int:
+    steps = [e["committed"] for e in read(log) if e["event"] == "step"]
+    return max(steps, default=0)
+
+
+class Job:
+    """The three groups' processes, their logs and outputs, and one deadline for everything."""
+
+    def __init__(self, folder: Path, deadline: float, pace: float) -> None:
+        self.folder, self.deadline, self.pace = folder, deadline, pace
+        self.steps_file = folder / "steps"
+        self.port = free_port()
+        self.processes: dict[int, subprocess.Popen[bytes]] = {}
+
+    def log(self, group: int) -> Path:
+        return self.folder / f"group{group}.jsonl"
+
+    def out(self, group: int) -> Path:
+        return self.folder / f"group{group}.pt"
+
+    def start(self, group: int) -> None:
+        env = {**os.environ, "REPLICA_GROUP_ID": str(group), "NUM_REPLICA_GROUPS": str(GROUPS),
+               "TORCHFT_LIGHTHOUSE_PORT": str(self.port), "OMP_NUM_THREADS": "1",
+               "MKL_NUM_THREADS": "1", "RUST_BACKTRACE": "0"}
+        env.pop("TORCHFT_LIGHTHOUSE", None)
+        with open(self.folder / f"group{group}.out", "ab") as output:
+            self.processes[group] = subprocess.Popen(
+                [sys.executable, str(SCRIPT), "--steps-file", str(self.steps_file),
+                 "--log", str(self.log(group)), "--out", str(self.out(group)),
+                 "--pace", str(self.pace)],
+                env=env, stdout=output, stderr=subprocess.STDOUT, cwd=self.folder)
+
+    def wait_until(self, what: str, condition: Any) -> None:
+        while not condition():
+            for group, process in self.processes.items():
+                if process.poll() not in (None, 0, -signal.SIGKILL):
+                    pytest.fail(f"group {group} exited with {process.returncode} while "
+                                f"waiting for {what}:\n{self.output(group)}")
+            if time.monotonic() > self.deadline:
+                pytest.fail(f"timed out waiting for {what}; committed: "
+                            f"{[committed(self.log(g)) for g in range(GROUPS)]}\n"
+                            + "\n".join(self.output(g) for g in range(GROUPS)))
+            time.sleep(0.05)
+
+    def output(self, group: int) -> str:
+        path = self.folder / f"group{group}.out"
+        text = path.read_text(errors="replace") if path.exists() else ""
+        return f"--- group {group}:\n" + "\n".join(text.splitlines()[-25:])
+
+    def finish_at(self, steps: int) -> None:
+        """Tell every group to stop once the job has committed ``steps`` steps."""
+        part = self.folder / "steps.part"
+        part.write_text(str(steps))
+        part.replace(self.steps_file)
+
+    def stop(self) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+
+
+def run_with_a_kill(folder: Path, kill_at: int, survive_for: int, then: int, pace: float,
+                    budget: float) -> dict[str, float]:
+    """Kill group 1 at ``kill_at`` committed steps, restart it once groups 0 and 2 have committed
+    ``survive_for`` more, and end the job ``then`` steps after it rejoined."""
+    job = Job(folder, time.monotonic() + budget, pace)
+    try:
+        for group in range(GROUPS):
+            job.start(group)
+        job.wait_until(f"group 1 committing {kill_at} steps",
+                       lambda: committed(job.log(1)) >= kill_at)
+        victim = job.processes[1]
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+        killed_at = time.time()
+        at_kill = max(committed(job.log(g)) for g in (0, 2))
+        job.wait_until(f"groups 0 and 2 committing {survive_for} steps without group 1",
+                       lambda: min(committed(job.log(g)) for g in (0, 2))
+                       >= at_kill + survive_for)
+        lone = [e for g in (0, 2) for e in read(job.log(g))
+                if e["event"] == "step" and e["t"] > killed_at and e["ok"]]
+        assert lone and all(e["participants"] == 2 for e in lone[-4:]), \
+            "the survivors' steps after the kill should have two groups in the quorum"
+        first_lone = min(e["t"] for e in lone)
+        restart_at = time.time()
+        job.start(1)
+        job.wait_until("group 1 rejoining", lambda: any(
+            e["event"] == "step" and e["ok"] and e["t"] > restart_at
+            for e in read(job.log(1))))
+        steps = max(committed(job.log(g)) for g in range(GROUPS)) + then
+        job.finish_at(steps)
+        job.wait_until("every group finishing",
+                       lambda: all(p.poll() is not None for p in job.processes.values()))
+        for group, process in job.processes.items():
+            assert process.returncode == 0, job.output(group)
+    finally:
+        job.stop()
+
+    rejoined = [e for e in read(job.log(1)) if e["t"] > restart_at]
+    steps_after = [e for e in rejoined if e["event"] == "step"]
+    first_commit = next(e for e in steps_after if e["ok"])
+    # recovered from a live peer: its first committed step continues the job's count, far past
+    # what this fresh process could have committed by itself (no checkpoint exists to read)
+    assert first_commit["committed"] > kill_at + survive_for, steps_after[:5]
+    assert not list(folder.rglob("*.ckpt"))
+    weights = [torch.load(job.out(g), weights_only=True) for g in range(GROUPS)]
+    for group in (1, 2):
+        assert weights[group].keys() == weights[0].keys()
+        for key in weights[0]:
+            assert torch.equal(weights[group][key], weights[0][key]), (group, key)
+    ends = [read(job.log(g))[-1] for g in range(GROUPS)]
+    assert all(e["event"] == "done" and e["committed"] == steps for e in ends), ends
+    start_event = next(e for e in rejoined if e["event"] == "start")
+    figures = {"survivors_paused_s": first_lone - killed_at,
+               "rejoin_total_s": first_commit["t"] - restart_at,
+               "rejoin_after_start_s": first_commit["t"] - start_event["t"],
+               "steps_without_group_1": float(len(lone) // 2)}
+    print("\ntorchft figures: " + ", ".join(f"{k}={v:.2f}" for k, v in figures.items()))
+    return figures
+
+
+@pytest.mark.timeout(150)
+def test_a_killed_replica_group_rejoins_from_a_live_peer(tmp_path: Path) -> None:
+    run_with_a_kill(tmp_path, kill_at=8, survive_for=10, then=10, pace=0.02, budget=130)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_a_killed_replica_group_rejoins_many_steps(tmp_path: Path) -> None:
+    """A longer run: the victim is killed later and the survivors train longer alone."""
+    run_with_a_kill(tmp_path, kill_at=60, survive_for=100, then=100, pace=0.02, budget=380)
