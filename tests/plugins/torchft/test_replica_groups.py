@@ -58,8 +58,8 @@ def committed(log: Path) -> int:
 class Job:
     """The three groups' processes, their logs and outputs, and one deadline for everything."""
 
-    def __init__(self, folder: Path, deadline: float, pace: float) -> None:
-        self.folder, self.deadline, self.pace = folder, deadline, pace
+    def __init__(self, folder: Path, deadline: float, pace: float, api: str) -> None:
+        self.folder, self.deadline, self.pace, self.api = folder, deadline, pace, api
         self.steps_file = folder / "steps"
         self.port = free_port()
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
@@ -77,7 +77,8 @@ class Job:
         env.pop("TORCHFT_LIGHTHOUSE", None)
         with open(self.folder / f"group{group}.out", "ab") as output:
             self.processes[group] = subprocess.Popen(
-                [sys.executable, str(SCRIPT), "--steps-file", str(self.steps_file),
+                [sys.executable, str(SCRIPT), "--api", self.api,
+                 "--steps-file", str(self.steps_file),
                  "--log", str(self.log(group)), "--out", str(self.out(group)),
                  "--pace", str(self.pace)],
                 env=env, stdout=output, stderr=subprocess.STDOUT, cwd=self.folder)
@@ -113,10 +114,10 @@ class Job:
 
 
 def run_with_a_kill(folder: Path, kill_at: int, survive_for: int, then: int, pace: float,
-                    budget: float) -> dict[str, float]:
+                    budget: float, api: str = "lite") -> dict[str, float]:
     """Kill group 1 at ``kill_at`` committed steps, restart it once groups 0 and 2 have committed
     ``survive_for`` more, and end the job ``then`` steps after it rejoined."""
-    job = Job(folder, time.monotonic() + budget, pace)
+    job = Job(folder, time.monotonic() + budget, pace, api)
     try:
         for group in range(GROUPS):
             job.start(group)
@@ -179,6 +180,9 @@ def test_a_killed_replica_group_rejoins_from_a_live_peer(tmp_path: Path) -> None
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
-def test_a_killed_replica_group_rejoins_many_steps(tmp_path: Path) -> None:
-    """A longer run: the victim is killed later and the survivors train longer alone."""
-    run_with_a_kill(tmp_path, kill_at=60, survive_for=100, then=100, pace=0.02, budget=380)
+@pytest.mark.parametrize("api", ["lite", "trainer"])
+def test_a_killed_replica_group_rejoins_many_steps(tmp_path: Path, api: str) -> None:
+    """A longer run: the victim is killed later and the survivors train longer alone; with the
+    Trainer too (``StopAtCommittedSteps`` ends every group after the same committed step)."""
+    run_with_a_kill(tmp_path, kill_at=60, survive_for=100, then=100, pace=0.02, budget=380,
+                    api=api)

@@ -1,4 +1,5 @@
-"""torchft for fulmen: the ``torchft`` strategy (``TorchFTStrategy``) and its settings.
+"""torchft for fulmen: the ``torchft`` strategy (``TorchFTStrategy``), its settings and the
+``StopAtCommittedSteps`` callback.
 Importing this package imports neither torch nor torchft."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from fulmen.lazy import lazy_exports
 _EXPORTS = {
     "TorchFTStrategy": "fulmen_torchft.strategy",
     "ReplicaSettings": "fulmen_torchft.settings",
+    "StopAtCommittedSteps": "fulmen_torchft.callbacks",
 }
 __all__ = list(_EXPORTS)
 

@@ -317,8 +317,8 @@ class TorchFTStrategy(ParallelStrategy):
                                    self.data_parallel_rank, seed)
 
 
-def _group_then_replicas(strategy: TorchFTStrategy, bucket: dist.GradBucket
-                         ) -> torch.futures.Future[torch.Tensor]:
+def _group_then_replicas(strategy, bucket):
+    # (no annotations: DDP checks them, and this module's are strings)
     """DDP comm hook of a group of several processes: average the bucket over the group's
     process group, then over the replica groups of the quorum (torchft's ``Manager.allreduce``:
     an error there is reported to the manager, which then votes the step down)."""
