@@ -1,6 +1,6 @@
-"""Every installed plugin passes ``fulmen plugins --check`` (built-ins, fairscale, deepspeed, the
-example package; horovod where Horovod is importable), and strategies that break the process
-contract fail it within the timeout instead of hanging."""
+"""Every installed plugin passes ``fulmen plugins --check`` (built-ins, fairscale, deepspeed,
+torchft, the example package; horovod where Horovod is importable), and strategies that break
+the process contract fail it within the timeout instead of hanging."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from fulmen.testing import check
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 BUILTIN_DISTRIBUTIONS = {"fulmen-accelerators", "fulmen-strategies", "fulmen-precision",
-                         "fulmen-environments", "fulmen-deepspeed", "fulmen-fairscale"}
+                         "fulmen-environments", "fulmen-deepspeed", "fulmen-fairscale",
+                         "fulmen-torchft"}
 
 
 def test_every_installed_plugin_passes(tmp_path):
@@ -33,6 +34,7 @@ def test_every_installed_plugin_passes(tmp_path):
         assert dist in out
     for name in ("strategy ddp_spawn", "strategy fsdp", "strategy deepspeed_stage_3",
                  "strategy ddp_sharded_spawn", "strategy pipe", "strategy model_parallel",
+                 "strategy torchft",
                  "precision bf16-mixed",
                  "environment torchelastic", "accelerator cpu"):
         assert name in out, name
