@@ -119,6 +119,10 @@ def _worker(local_rank: int, payload: str | tuple[Any, ...], env: dict[str, str]
     os.environ["RANK"] = str(int(env["NODE_RANK"]) * int(env["FULMEN_PER_NODE"]) + local_rank)
     try:
         result = function(*args, **kwargs)
+    except SystemExit as exc:  # a deliberate exit (after a preemption checkpoint): its status
+        code = exc.code if isinstance(exc.code, int) else 1
+        Path(f"{result_path}.exit-rank{os.environ['RANK']}").write_text(str(code))
+        raise
     except BaseException:
         # Print it here: at exit gloo may abort the process before torch reports the error.
         sys.stderr.write(f"[rank{os.environ['RANK']}] " + traceback.format_exc())
@@ -191,6 +195,9 @@ class MultiprocessingLauncher(Launcher):
                     pass
             except ProcessException as exc:  # a worker failed; the others are stopped
                 stop(context.processes)
+                exits = sorted(Path(folder).glob("rank0.pt.exit-rank*"))
+                if exits:  # a worker left with sys.exit(status): so does the launching process
+                    raise SystemExit(int(exits[0].read_text())) from None
                 raise FulmenError(f"strategy={name!r}: worker process {exc.error_index} failed; "
                                   "its error is printed above") from None
             except BaseException:  # Ctrl-C here
