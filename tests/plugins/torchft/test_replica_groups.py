@@ -58,8 +58,10 @@ def committed(log: Path) -> int:
 class Job:
     """The three groups' processes, their logs and outputs, and one deadline for everything."""
 
-    def __init__(self, folder: Path, deadline: float, pace: float, api: str) -> None:
+    def __init__(self, folder: Path, deadline: float, pace: float, api: str,
+                 groups: int = GROUPS, devices: int = 1) -> None:
         self.folder, self.deadline, self.pace, self.api = folder, deadline, pace, api
+        self.groups, self.devices = groups, devices
         self.steps_file = folder / "steps"
         self.port = free_port()
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
@@ -71,7 +73,7 @@ class Job:
         return self.folder / f"group{group}.pt"
 
     def start(self, group: int) -> None:
-        env = {**os.environ, "REPLICA_GROUP_ID": str(group), "NUM_REPLICA_GROUPS": str(GROUPS),
+        env = {**os.environ, "REPLICA_GROUP_ID": str(group), "NUM_REPLICA_GROUPS": str(self.groups),
                "TORCHFT_LIGHTHOUSE_PORT": str(self.port), "OMP_NUM_THREADS": "1",
                "MKL_NUM_THREADS": "1", "RUST_BACKTRACE": "0"}
         env.pop("TORCHFT_LIGHTHOUSE", None)
@@ -80,7 +82,7 @@ class Job:
                 [sys.executable, str(SCRIPT), "--api", self.api,
                  "--steps-file", str(self.steps_file),
                  "--log", str(self.log(group)), "--out", str(self.out(group)),
-                 "--pace", str(self.pace)],
+                 "--pace", str(self.pace), "--devices", str(self.devices)],
                 env=env, stdout=output, stderr=subprocess.STDOUT, cwd=self.folder)
 
     def wait_until(self, what: str, condition: Any) -> None:
@@ -91,8 +93,8 @@ class Job:
                                 f"waiting for {what}:\n{self.output(group)}")
             if time.monotonic() > self.deadline:
                 pytest.fail(f"timed out waiting for {what}; committed: "
-                            f"{[committed(self.log(g)) for g in range(GROUPS)]}\n"
-                            + "\n".join(self.output(g) for g in range(GROUPS)))
+                            f"{[committed(self.log(g)) for g in range(self.groups)]}\n"
+                            + "\n".join(self.output(g) for g in range(self.groups)))
             time.sleep(0.05)
 
     def output(self, group: int) -> str:
@@ -186,3 +188,31 @@ def test_a_killed_replica_group_rejoins_many_steps(tmp_path: Path, api: str) -> 
     Trainer too (``StopAtCommittedSteps`` ends every group after the same committed step)."""
     run_with_a_kill(tmp_path, kill_at=60, survive_for=100, then=100, pace=0.02, budget=380,
                     api=api)
+
+
+@pytest.mark.slow  # 20 s; make test runs the group-of-two path in the conformance kit (one group)
+@pytest.mark.timeout(150)
+def test_groups_of_two_processes_average_within_then_across_groups(tmp_path: Path) -> None:
+    """Two groups of two processes each (fulmen's launcher starts the second): gradients are
+    averaged over each group's process group, then across the groups; all four processes end on
+    the same weights after the same committed steps."""
+    job = Job(tmp_path, time.monotonic() + 130, pace=0.0, api="lite", groups=2, devices=2)
+    job.finish_at(12)
+    try:
+        for group in range(2):
+            job.start(group)
+        job.wait_until("both groups finishing",
+                       lambda: all(p.poll() is not None for p in job.processes.values()))
+        for group, process in job.processes.items():
+            assert process.returncode == 0, job.output(group)
+    finally:
+        job.stop()
+    outs = [Path(f"{job.out(g)}.rank{r}") for g in range(2) for r in range(2)]
+    weights = [torch.load(path, weights_only=True) for path in outs]
+    for other in weights[1:]:
+        for key in weights[0]:
+            assert torch.equal(other[key], weights[0][key]), key
+    logs = [read(Path(f"{job.log(g)}.rank{r}")) for g in range(2) for r in range(2)]
+    for lines in logs:
+        steps = [e for e in lines if e["event"] == "step"]
+        assert steps[-1]["committed"] == 12 and all(e["participants"] == 2 for e in steps[2:])

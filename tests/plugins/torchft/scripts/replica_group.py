@@ -4,7 +4,8 @@ Trainer (``--api trainer``) until the job has committed the number of steps in `
 three, kills one and restarts it, and writes the file once the restarted group has rejoined, so
 that every group stops after the same step.
 
-Writes one JSON line per step to ``--log`` (time, committed steps, groups in the quorum, whether
+Writes one JSON line per step to ``--log`` (``.rank<N>`` appended in a group of several
+processes, ``--devices``; time, committed steps, groups in the quorum, whether
 the step committed) and the final weights to ``--out``. The group's index and the job's size come
 from torchft's environment variables (REPLICA_GROUP_ID, NUM_REPLICA_GROUPS); the lighthouse is
 started by group 0 on TORCHFT_LIGHTHOUSE_PORT.
@@ -31,16 +32,19 @@ parser.add_argument("--max-steps", type=int, default=3000)
 parser.add_argument("--log", required=True)
 parser.add_argument("--out", required=True)
 parser.add_argument("--pace", type=float, default=0.0, help="seconds of sleep per step")
+parser.add_argument("--devices", type=int, default=1, help="processes in the group (Lite)")
 args = parser.parse_args()
 
 torch.set_num_threads(1)
 group = int(os.environ["REPLICA_GROUP_ID"])
-log = open(args.log, "a")  # noqa: SIM115 (the whole run writes to it)
+files: dict[str, Any] = {}
 
 
 def note(**fields: Any) -> None:
-    log.write(json.dumps({"t": time.time(), **fields}) + "\n")
-    log.flush()
+    if "log" not in files:  # opened on first use: in a group of several processes, per rank
+        files["log"] = open(args.log + files.get("suffix", ""), "a")  # noqa: SIM115
+    files["log"].write(json.dumps({"t": time.time(), **fields}) + "\n")
+    files["log"].flush()
 
 
 def target() -> int:
@@ -72,10 +76,12 @@ strategy = TorchFTStrategy(timeout=15, quorum_timeout=30, join_timeout=1.0,
                            heartbeat_timeout=1.0)
 
 if args.api == "lite":
-    lite = fulmen.Lite(accelerator="cpu", devices=1, strategy=strategy)
-    lite.launch()
+    lite = fulmen.Lite(accelerator="cpu", devices=args.devices, strategy=strategy)
+    lite.launch()  # with devices > 1: the script runs once more per extra process
+    if lite.world_size > 1:
+        files["suffix"] = f".rank{lite.global_rank}"
     model, optimizer = lite.setup(network(), optimizer_for(network()))
-    data = torch.Generator().manual_seed(1000 + group)
+    data = torch.Generator().manual_seed(1000 + 10 * group + lite.global_rank)
     note(event="start", pid=os.getpid())
     while strategy.committed_steps < target():
         x = torch.randn(16, 8, generator=data)
@@ -124,6 +130,6 @@ else:
     trainer.fit(Regression(), DataLoader(dataset, batch_size=16, shuffle=True))
 
 state = {k: v.detach().clone() for k, v in strategy.module_state_dict().items()}
-torch.save(state, args.out)
+torch.save(state, args.out + files.get("suffix", ""))
 note(event="done", committed=strategy.committed_steps)
-log.close()
+files["log"].close()
