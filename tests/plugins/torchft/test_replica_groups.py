@@ -59,9 +59,9 @@ class Job:
     """The three groups' processes, their logs and outputs, and one deadline for everything."""
 
     def __init__(self, folder: Path, deadline: float, pace: float, api: str,
-                 groups: int = GROUPS, devices: int = 1) -> None:
+                 groups: int = GROUPS, devices: int = 1, extra: tuple[str, ...] = ()) -> None:
         self.folder, self.deadline, self.pace, self.api = folder, deadline, pace, api
-        self.groups, self.devices = groups, devices
+        self.groups, self.devices, self.extra = groups, devices, extra
         self.steps_file = folder / "steps"
         self.port = free_port()
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
@@ -82,7 +82,7 @@ class Job:
                 [sys.executable, str(SCRIPT), "--api", self.api,
                  "--steps-file", str(self.steps_file),
                  "--log", str(self.log(group)), "--out", str(self.out(group)),
-                 "--pace", str(self.pace), "--devices", str(self.devices)],
+                 "--pace", str(self.pace), "--devices", str(self.devices), *self.extra],
                 env=env, stdout=output, stderr=subprocess.STDOUT, cwd=self.folder)
 
     def wait_until(self, what: str, condition: Any) -> None:
@@ -116,10 +116,11 @@ class Job:
 
 
 def run_with_a_kill(folder: Path, kill_at: int, survive_for: int, then: int, pace: float,
-                    budget: float, api: str = "lite") -> dict[str, float]:
+                    budget: float, api: str = "lite", extra: tuple[str, ...] = ()
+                    ) -> dict[str, float]:
     """Kill group 1 at ``kill_at`` committed steps, restart it once groups 0 and 2 have committed
     ``survive_for`` more, and end the job ``then`` steps after it rejoined."""
-    job = Job(folder, time.monotonic() + budget, pace, api)
+    job = Job(folder, time.monotonic() + budget, pace, api, extra=extra)
     try:
         for group in range(GROUPS):
             job.start(group)
@@ -216,3 +217,41 @@ def test_groups_of_two_processes_average_within_then_across_groups(tmp_path: Pat
     for lines in logs:
         steps = [e for e in lines if e["event"] == "step"]
         assert steps[-1]["committed"] == 12 and all(e["participants"] == 2 for e in steps[2:])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+def test_torchfts_default_heartbeat_timeout(tmp_path: Path) -> None:
+    """With torchft's defaults (heartbeat timeout 5 s, join timeout 60 s) the survivors wait
+    about the heartbeat timeout: the lighthouse waits for the lost group until its heartbeats
+    are that old (or the join timeout, whichever comes first)."""
+    figures = run_with_a_kill(tmp_path, kill_at=8, survive_for=10, then=10, pace=0.02,
+                              budget=130,
+                              extra=("--heartbeat-timeout", "5", "--join-timeout", "60"))
+    assert 4 <= figures["survivors_paused_s"] < 30
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+def test_losing_the_lighthouse_stops_every_group_with_an_error_that_says_so(
+        tmp_path: Path) -> None:
+    """The lighthouse started for the user lives in group 0's process: killing group 0 leaves
+    the others without quorums; they stop at quorum_timeout with an error naming the cause."""
+    job = Job(tmp_path, time.monotonic() + 130, pace=0.02, api="lite",
+              extra=("--quorum-timeout", "5"))
+    try:
+        for group in range(GROUPS):
+            job.start(group)
+        job.wait_until("group 0 committing 5 steps", lambda: committed(job.log(0)) >= 5)
+        job.processes[0].send_signal(signal.SIGKILL)
+        killed = time.monotonic()
+        for group in (1, 2):
+            assert job.processes[group].wait(timeout=60) == 1
+        waited = time.monotonic() - killed
+    finally:
+        job.stop()
+    for group in (1, 2):
+        output = (tmp_path / f"group{group}.out").read_text()
+        assert "no quorum within quorum_timeout=5 s" in output, output[-3000:]
+        assert "single point of failure" in output
+    print(f"\nthe other groups stopped {waited:.1f} s after the lighthouse was lost")

@@ -88,6 +88,8 @@ class TorchFTStrategy(ParallelStrategy):
         self.manager: Any = None
         #: the ``LighthouseServer`` this process started for the job, or None
         self.lighthouse: Any = None
+        #: the lighthouse's address (on the group's rank 0, which talks to it), or None
+        self.lighthouse_address: str | None = None
         self.optimizers: list[torch.optim.Optimizer] = []  # the user's, for the replica state
         #: quorums started (one per step, by its first training forward or backward)
         self.quorums = 0
@@ -139,7 +141,7 @@ class TorchFTStrategy(ParallelStrategy):
         address = None
         port = 0
         if self.global_rank == 0:
-            address = self._lighthouse_address()
+            address = self.lighthouse_address = self._lighthouse_address()
             # torchft's Manager needs a TCPStore per replica group; other groups reach it at
             # this group's main address.
             self._store = TCPStore(host_name=env.main_address, port=0, is_master=True,
@@ -264,7 +266,28 @@ class TorchFTStrategy(ParallelStrategy):
 
     def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
         self.begin_step()  # a forward that did not go through step() (a second module)
-        super().backward(loss, *args, **kwargs)
+        with self.quorum_errors():  # the gradients' allreduce waits for the step's quorum
+            super().backward(loss, *args, **kwargs)
+
+    @contextlib.contextmanager
+    def quorum_errors(self) -> Iterator[None]:
+        """torchft's quorum timing out (a ``TimeoutError`` from its manager) becomes an error
+        that says what it means and what to do."""
+        try:
+            yield
+        except TimeoutError as exc:
+            settings = self.settings
+            where = self.lighthouse_address or "(known to the group's rank 0)"
+            owner = (" (it ran in replica group 0's first process)"
+                     if settings.lighthouse is None else "")
+            raise FulmenError(
+                f"strategy 'torchft', replica group {settings.replica_group_id}: no quorum "
+                f"within quorum_timeout={settings.quorum_timeout.total_seconds():g} s "
+                f"({type(exc).__name__}: {exc}). Either the lighthouse at {where} is gone{owner}"
+                f" - it is the job's single point of failure - or fewer than min_replicas="
+                f"{settings.min_replicas} of {settings.num_replica_groups} groups are alive. "
+                "Bring the lighthouse and enough groups back and resume from the last "
+                "checkpoint (fit(ckpt_path='last')), or run with a lower min_replicas") from exc
 
     def begin_step(self) -> None:
         """Start this step's quorum unless it started already (one per step)."""
@@ -280,7 +303,8 @@ class TorchFTStrategy(ParallelStrategy):
             raise FulmenError("strategy 'torchft': an optimizer stepped before "
                               "setup_environment() started torchft's manager")
         if self.votes < self.quorums:
-            self._last_vote = bool(self.manager.should_commit())
+            with self.quorum_errors():
+                self._last_vote = bool(self.manager.should_commit())
             self.votes += 1
             self.commits += int(self._last_vote)
             if not self._last_vote:

@@ -33,6 +33,9 @@ parser.add_argument("--log", required=True)
 parser.add_argument("--out", required=True)
 parser.add_argument("--pace", type=float, default=0.0, help="seconds of sleep per step")
 parser.add_argument("--devices", type=int, default=1, help="processes in the group (Lite)")
+parser.add_argument("--quorum-timeout", type=float, default=30.0)
+parser.add_argument("--heartbeat-timeout", type=float, default=1.0)
+parser.add_argument("--join-timeout", type=float, default=1.0)
 args = parser.parse_args()
 
 torch.set_num_threads(1)
@@ -72,8 +75,9 @@ def stepped(strategy: TorchFTStrategy, commits_before: int, loss: float) -> None
         time.sleep(args.pace)
 
 
-strategy = TorchFTStrategy(timeout=15, quorum_timeout=30, join_timeout=1.0,
-                           heartbeat_timeout=1.0)
+strategy = TorchFTStrategy(timeout=15, quorum_timeout=args.quorum_timeout,
+                           join_timeout=args.join_timeout,
+                           heartbeat_timeout=args.heartbeat_timeout)
 
 if args.api == "lite":
     lite = fulmen.Lite(accelerator="cpu", devices=args.devices, strategy=strategy)
