@@ -23,6 +23,7 @@ from fulmen.hparams import (
     init_arguments,
     select,
 )
+from fulmen.utilities.rank_zero import rank_zero_warn
 
 if TYPE_CHECKING:
     from fulmen.trainer.trainer import Trainer
@@ -338,7 +339,13 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
         ``metric_attribute`` are accepted for Lightning code: the group is always every
         process, and Metric objects are found without the attribute name.
         """
-        results = self._trainer.metrics.current if self._trainer is not None else None
+        trainer = self._trainer
+        results = trainer.metrics.current if trainer is not None else None
+        if trainer is not None and trainer.barebones:
+            rank_zero_warn("You are trying to `self.log()` but `Trainer(barebones=True)` is "
+                           "configured. Logging can impact raw speed so it is disabled under "
+                           "this setting.", stacklevel=3)
+            return
         if results is None:
             raise FulmenError(f"self.log({name!r}, ...) was called outside a Trainer hook; "
                               "log from training_step, validation_step, test_step or hooks")

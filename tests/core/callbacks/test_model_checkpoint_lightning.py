@@ -179,10 +179,7 @@ def test_model_checkpoint_score_and_ckpt(
 @pytest.mark.parametrize(
     ("val_check_interval", "reduce_lr_on_plateau", "epoch_aligned"),
     [(0.25, True, True),
-     pytest.param(0.25, False, True, marks=pytest.mark.skip(
-         reason="fulmen steps epoch-interval LR schedulers after the epoch's last validation; Lightning steps them "
-                "just before it, so its end-of-epoch checkpoint holds the stepped scheduler (fit loop, not "
-                "ModelCheckpoint)")),
+     (0.25, False, True),
      (0.42, False, False)],
 )
 def test_model_checkpoint_score_and_ckpt_val_check_interval(

@@ -76,15 +76,17 @@ TRAINER_CASES = [
     ({"detect_anomaly": "yes"}, "detect_anomaly='yes'): use True, False"),
     ({"profiler": "fast"}, "profiler='fast'): use one of 'simple', 'advanced', 'pytorch'"),
     ({"compile": "yes"}, "compile='yes'): use True, False, or a dict"),
-    ({"log_every_n_steps": 0}, "log_every_n_steps=0): expected an int >= 1"),
+    ({"log_every_n_steps": -1}, "log_every_n_steps=-1): expected an int >= 0"),
     ({"enable_model_summary": "no"}, "enable_model_summary='no'): use True, False"),
     ({"default_root_dir": ""}, "default_root_dir=''): expected a folder path (str or "
                                "pathlib.Path), got empty text"),
     ({"use_distributed_sampler": "no"}, "use_distributed_sampler='no'): use True, False"),
     ({"inference_mode": "no"}, "inference_mode='no'): use True, False"),
-    ({"barebones": True}, "barebones=True) is not implemented in fulmen; use "),
-    ({"reload_dataloaders_every_n_epochs": 1}, "reload_dataloaders_every_n_epochs=1) is not "
-                                               "implemented"),
+    ({"barebones": True, "logger": True}, "barebones=True, logger=True)` was passed. Logging "),
+    ({"barebones": "yes"}, "barebones='yes'): use True, False"),
+    ({"reload_dataloaders_every_n_epochs": -1}, "reload_dataloaders_every_n_epochs=-1): "
+                                                "`reload_dataloaders_every_n_epochs` should be an "
+                                                "int >= 0, got -1"),
     ({"enable_autolog_hparams": "x"}, "enable_autolog_hparams='x'): use True, False"),
     ({"model_registry": "x"}, "model_registry='x') is not implemented in fulmen"),
     ({"suggest_integrations": "x"}, "suggest_integrations='x'): use True, False"),

@@ -255,8 +255,6 @@ def test_min_steps_outlasts_early_stopping_and_overfit_batches_repeats_the_same_
 
 
 @pytest.mark.parametrize("flag, value, instead", [
-    ("barebones", True, "enable_checkpointing=False"),
-    ("reload_dataloaders_every_n_epochs", 1, "on_train_epoch_start"),
     ("model_registry", "me/model", "save_checkpoint")])
 def test_unimplemented_lightning_flags_are_refused_with_the_alternative(
         flag: str, value: Any, instead: str) -> None:

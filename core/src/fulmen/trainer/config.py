@@ -58,23 +58,44 @@ class TrainerConfig:
     inference_mode: bool
     enable_autolog_hparams: bool
     suggest_integrations: bool
+    reload_dataloaders_every_n_epochs: int
+    barebones: bool
 
     @classmethod
     def check(cls, *, max_epochs: int | None, min_epochs: int | None, max_steps: int,
               min_steps: int | None, max_time: Any, limit_train_batches: Any,
               limit_val_batches: Any, limit_test_batches: Any, limit_predict_batches: Any,
               overfit_batches: Any, fast_dev_run: Any, val_check_interval: Any,
-              check_val_every_n_epoch: int | None, num_sanity_val_steps: int,
+              check_val_every_n_epoch: int | None, num_sanity_val_steps: int | None,
               accumulate_grad_batches: int, gradient_clip_val: Any,
               gradient_clip_algorithm: Any, deterministic: Any, benchmark: Any,
-              detect_anomaly: Any, log_every_n_steps: int, enable_checkpointing: Any,
+              detect_anomaly: Any, log_every_n_steps: int | None, enable_checkpointing: Any,
               enable_progress_bar: Any, enable_model_summary: Any, logger: Any,
               use_distributed_sampler: Any, replace_sampler_ddp: Any, sync_batchnorm: Any,
               inference_mode: Any, enable_autolog_hparams: Any, suggest_integrations: Any,
               default_root_dir: Any, barebones: Any, reload_dataloaders_every_n_epochs: Any,
-              model_registry: Any) -> TrainerConfig:
+              model_registry: Any, profiler: Any = None) -> TrainerConfig:
         """Check every flag; raise a :class:`~fulmen.errors.ConfigurationError` for the first
-        that cannot work."""
+        that cannot work. ``None`` for ``logger``, ``enable_*``, ``log_every_n_steps`` and
+        ``num_sanity_val_steps`` is Lightning's default: on (50 steps, 2 batches), or off under
+        ``barebones=True``."""
+        arguments.check_bool("Trainer", {"barebones": barebones})
+        if barebones:
+            check_barebones(enable_checkpointing=enable_checkpointing, logger=logger,
+                            enable_progress_bar=enable_progress_bar,
+                            log_every_n_steps=log_every_n_steps,
+                            enable_model_summary=enable_model_summary,
+                            num_sanity_val_steps=num_sanity_val_steps, fast_dev_run=fast_dev_run,
+                            detect_anomaly=detect_anomaly, profiler=profiler)
+            enable_checkpointing = enable_progress_bar = enable_model_summary = logger = False
+            log_every_n_steps = num_sanity_val_steps = 0
+        else:
+            enable_checkpointing = _default(enable_checkpointing, True)
+            enable_progress_bar = _default(enable_progress_bar, True)
+            enable_model_summary = _default(enable_model_summary, True)
+            logger = _default(logger, True)
+            log_every_n_steps = _default(log_every_n_steps, 50)
+            num_sanity_val_steps = _default(num_sanity_val_steps, 2)
         arguments.check_bool("Trainer", {
             "benchmark": benchmark, "deterministic": deterministic, "detect_anomaly":
             detect_anomaly, "sync_batchnorm": sync_batchnorm, "enable_checkpointing":
@@ -93,11 +114,10 @@ class TrainerConfig:
         check_int("min_epochs", min_epochs, minimum=0, optional=True)
         check_int("max_steps", max_steps, minimum=-1)
         check_int("min_steps", min_steps, minimum=0, optional=True)
-        refuse_unsupported(barebones=barebones,
-                           reload_dataloaders_every_n_epochs=reload_dataloaders_every_n_epochs,
-                           model_registry=model_registry)
+        refuse_unsupported(model_registry=model_registry)
+        check_reload(reload_dataloaders_every_n_epochs)
         check_int("accumulate_grad_batches", accumulate_grad_batches, minimum=1)
-        check_int("log_every_n_steps", log_every_n_steps, minimum=1)
+        check_int("log_every_n_steps", log_every_n_steps, minimum=0)
         check_int("num_sanity_val_steps", num_sanity_val_steps, minimum=-1)
         check_int("check_val_every_n_epoch", check_val_every_n_epoch, minimum=1, optional=True)
         check_clipping_algorithm(gradient_clip_algorithm)
@@ -136,7 +156,9 @@ class TrainerConfig:
                 replace_sampler_ddp, use_distributed_sampler, True),
             sync_batchnorm=sync_batchnorm, inference_mode=inference_mode,
             enable_autolog_hparams=enable_autolog_hparams,
-            suggest_integrations=suggest_integrations)
+            suggest_integrations=suggest_integrations,
+            reload_dataloaders_every_n_epochs=int(reload_dataloaders_every_n_epochs),
+            barebones=barebones)
 
 
 def check_clipping_algorithm(gradient_clip_algorithm: Any) -> None:
@@ -154,12 +176,70 @@ def check_val_check_interval(value: Any) -> None:
 
 
 _INSTEAD = {
-    "barebones": "enable_checkpointing=False, logger=False, enable_progress_bar=False, "
-                 "enable_model_summary=False",
-    "reload_dataloaders_every_n_epochs": "a dataloader whose dataset changes itself in "
-                                         "on_train_epoch_start",
     "model_registry": "trainer.save_checkpoint(path) and upload the file",
 }
+
+#: what ``barebones=True`` turns off, and why (Lightning's words)
+_BAREBONES = {
+    "enable_checkpointing": "Checkpointing can impact raw speed so it is disabled in barebones "
+                            "mode.",
+    "logger": "Logging can impact raw speed so it is disabled in barebones mode.",
+    "enable_progress_bar": "The progress bar can impact raw speed so it is disabled in "
+                           "barebones mode.",
+    "log_every_n_steps": "Logging can impact raw speed so it is disabled in barebones mode.",
+    "enable_model_summary": "Model summary can impact raw speed so it is disabled in "
+                            "barebones mode.",
+    "num_sanity_val_steps": "Sanity checking can impact raw speed so it is disabled in "
+                            "barebones mode.",
+    "fast_dev_run": "Development run is not meant for raw speed evaluation so it is disabled "
+                    "in barebones mode.",
+    "detect_anomaly": "Anomaly detection can impact raw speed so it is disabled in barebones "
+                      "mode.",
+    "profiler": "Profiling can impact raw speed so it is disabled in barebones mode.",
+}
+
+BAREBONES_INFO = (
+    "You are running in `Trainer(barebones=True)` mode. All features that may impact raw speed "
+    "have been disabled to facilitate analyzing the Trainer overhead. Specifically, the "
+    "following features are deactivated:" + "".join(f"{os.linesep} - {line}" for line in (
+        "Checkpointing: `Trainer(enable_checkpointing=True)`",
+        "Progress bar: `Trainer(enable_progress_bar=True)`",
+        "Model summary: `Trainer(enable_model_summary=True)`",
+        "Logging: `Trainer(logger=True)`, `Trainer(log_every_n_steps>0)`, `Module.log(...)`, "
+        "`Module.log_dict(...)`",
+        "Sanity checking: `Trainer(num_sanity_val_steps>0)`",
+        "Development run: `Trainer(fast_dev_run=True)`",
+        "Anomaly detection: `Trainer(detect_anomaly=True)`",
+        "Profiling: `Trainer(profiler=...)`")))
+
+
+def _default(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
+def check_barebones(**given: Any) -> None:
+    """``barebones=True`` with a feature it turns off asked for: Lightning's ``ValueError``
+    (a :class:`~fulmen.errors.ConfigurationError` is one)."""
+    for flag, value in given.items():
+        if flag in ("logger", "profiler"):
+            conflict = value is not None and value is not False
+        elif flag in ("log_every_n_steps", "num_sanity_val_steps", "fast_dev_run"):
+            conflict = value is not None and value is not False and value != 0
+        else:
+            conflict = bool(value)
+        if conflict:
+            raise ConfigurationError(f"`Trainer(barebones=True, {flag}={value!r})` was passed. "
+                                     f"{_BAREBONES[flag]} Leave {flag} out, or drop "
+                                     "barebones=True")
+
+
+def check_reload(value: Any) -> None:
+    """``reload_dataloaders_every_n_epochs``: an int >= 0 (a bool is one, as in Lightning)."""
+    if not isinstance(value, int) or value < 0:
+        raise ConfigurationError(f"Trainer(reload_dataloaders_every_n_epochs={value!r}): "
+                                 f"`reload_dataloaders_every_n_epochs` should be an int >= 0, "
+                                 f"got {value!r} (0: request the dataloaders once; n: request "
+                                 "them again every n epochs)")
 
 
 def root_dir(given: str | os.PathLike[str] | None) -> str:
@@ -175,8 +255,7 @@ def root_dir(given: str | os.PathLike[str] | None) -> str:
 
 def refuse_unsupported(**given: Any) -> None:
     """Lightning arguments fulmen does not implement: refused unless left at the default."""
-    defaults = {"barebones": False, "reload_dataloaders_every_n_epochs": 0,
-                "model_registry": None}
+    defaults = {"model_registry": None}
     for flag, value in given.items():
         if value != defaults[flag]:
             raise ConfigurationError(f"Trainer({flag}={value!r}) is not implemented in fulmen; "

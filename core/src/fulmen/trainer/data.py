@@ -7,6 +7,7 @@ import math
 import os
 from typing import Any
 
+from fulmen.datamodule import DataModule
 from fulmen.errors import ConfigurationError
 
 METHODS = {"train": "train_dataloader", "val": "val_dataloader", "test": "test_dataloader",
@@ -34,6 +35,24 @@ def resolve(explicit: Any, datamodule: Any, module: Any, kind: str) -> list[Any]
             raise ConfigurationError(f"the {kind} dataloader is a {type(loader).__name__}, which "
                                      "cannot be iterated; return a torch DataLoader")
     return loaders
+
+
+def defined(explicit: Any, datamodule: Any, module: Any, kind: str) -> bool:
+    """Whether :func:`resolve` has somewhere to look: loaders passed to the call, or a
+    ``*_dataloader`` method the datamodule overrides or the module has (Lightning's
+    ``_DataLoaderSource.is_defined``); the method is not called."""
+    if explicit is not None:
+        return True
+    name = METHODS[kind]
+    for owner in (datamodule, module):
+        method = getattr(owner, name, None) if owner is not None else None
+        if method is None:
+            continue
+        if owner is datamodule and name not in vars(owner) and \
+                getattr(type(owner), name) is getattr(DataModule, name):
+            continue  # DataModule's own, which raises NotImplementedError
+        return True
+    return False
 
 
 def check_limit(flag: str, value: Any) -> Any:

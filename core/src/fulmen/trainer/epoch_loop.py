@@ -21,6 +21,7 @@ from fulmen.trainer.step import AutomaticStep, ManualStep
 
 if TYPE_CHECKING:
     from fulmen.trainer.evaluation_loop import EvaluationLoop
+    from fulmen.trainer.fit_data import FitData
     from fulmen.trainer.trainer import Trainer
 
 
@@ -32,11 +33,11 @@ class TrainingEpochLoop:
         self.trainer, self.validation = trainer, validation
         self.total = 0
 
-    def run(self, loader: Any, n_batches: int | float, val: Any,
-            val_every: int | float | None, resume: dict[str, Any] | None, rng_at_save: Any,
+    def run(self, fit_data: FitData, resume: dict[str, Any] | None, rng_at_save: Any,
             step: AutomaticStep | ManualStep, check_trainable: bool = False) -> None:
         """Run the epoch ``trainer.current_epoch`` from its first batch, or (``resume``: the
         checkpoint's loop state) from the batch after the checkpoint's."""
+        loader, n_batches, val_every = fit_data.train, fit_data.n_batches, fit_data.val_every
         trainer = self.trainer
         module, hooks = trainer.module, trainer.hooks
         assert module is not None and hooks is not None
@@ -100,8 +101,8 @@ class TrainingEpochLoop:
             progress.uncounted = int(ends_window)
             if has_end:
                 hooks("on_train_batch_end", output, batch, batch_idx)
-            if ends_window and ((progress.batches_that_stepped + 1) % log_every == 0
-                                or trainer.should_stop):
+            if ends_window and log_every and (
+                    (progress.batches_that_stepped + 1) % log_every == 0 or trainer.should_stop):
                 watch.check()  # the one host sync for non-finite losses, at the logging cadence
                 if trainer.loggers:
                     trainer.metrics.log_step(results)
@@ -109,7 +110,9 @@ class TrainingEpochLoop:
                 raise preemption.act(action)  # between optimizer steps: nothing half-accumulated
             if val_every is not None and self._should_validate(batch_idx, n_batches, val_every):
                 module.on_validation_model_zero_grad()
-                self.validation.run("validate", val[0], val[1], during_fit=True)
+                val_loaders, val_counts = fit_data.val()
+                if val_loaders:
+                    self.validation.run("validate", val_loaders, val_counts, during_fit=True)
                 trainer.metrics.current = results
             if stepped and step_plateau:
                 step_schedulers(trainer, "step", plateau=True)
@@ -136,10 +139,13 @@ class TrainingEpochLoop:
     def _should_validate(self, batch_idx: int, n_batches: int | float,
                          every: int | float) -> bool:
         trainer = self.trainer
+        if trainer.check_val_every_n_epoch is not None and \
+                (trainer.current_epoch + 1) % trainer.check_val_every_n_epoch:
+            return False
+        if trainer.should_stop and minimum_reached(trainer):
+            return True  # Lightning: a stop asked for mid-epoch validates at that batch
         if trainer.check_val_every_n_epoch is None:
             return (self.total + 1) % every == 0
-        if (trainer.current_epoch + 1) % trainer.check_val_every_n_epoch:
-            return False
         done = batch_idx + 1
         return done % every == 0 if every < n_batches else done == n_batches
 

@@ -35,16 +35,22 @@ class EvaluationLoop:
     def __init__(self, trainer: Trainer) -> None:
         self.trainer = trainer
 
+    def step_defined(self, kind: str) -> bool:
+        """The module has a ``validation_step``/``test_step`` (not None: Lightning's idiom
+        ``model.validation_step = None`` turns validation inside fit off)."""
+        module = self.trainer.module
+        method = "validation_step" if kind == "val" else f"{kind}_step"
+        return not (getattr(module, method) is None or (
+            type(module).__dict__.get(method) is None and getattr(
+                type(module), method) is getattr(Module, method)))
+
     def loaders(self, kind: str, explicit: Any, during_fit: bool = False) -> Loaders:
         """The ``kind`` (``"val"``/``"test"``) dataloaders, as the strategy prepares them, and
         their batch counts; none when the limit is 0 or (inside fit) nothing validates."""
         trainer = self.trainer
         module = trainer.module
         limit = getattr(trainer, f"limit_{kind}_batches")
-        method = "validation_step" if kind == "val" else f"{kind}_step"
-        if limit == 0 or (during_fit and (getattr(module, method) is None or (  # Lightning's idiom
-                type(module).__dict__.get(method) is None and getattr(
-                    type(module), method) is getattr(Module, method)))):
+        if limit == 0 or (during_fit and not self.step_defined(kind)):
             return [], []
         loaders = data.resolve(explicit, trainer.datamodule, module, kind)
         loaders = [trainer.strategy.process_dataloader(d, kind, trainer.use_distributed_sampler)

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from fulmen.errors import ConfigurationError
 from fulmen.seed import set_rng_states
 from fulmen.status import configure_logging
-from fulmen.trainer import data
 from fulmen.trainer.batches import preserved_rng
 from fulmen.trainer.epoch_loop import TrainingEpochLoop, minimum_reached, out_of_time
 from fulmen.trainer.evaluation_loop import EvaluationLoop
+from fulmen.trainer.fit_data import FitData
 from fulmen.trainer.finite import NonFiniteWatch
 from fulmen.trainer.progress import Counter, FitProgress
 from fulmen.trainer.step import AutomaticStep, ManualStep
@@ -74,29 +74,41 @@ class FitLoop:
         module.train()
         if not trial:
             hooks("on_fit_start")
-        # The data is set up after on_fit_start (as Lightning): a tuner may change the batch
-        # size.
-        train, n_batches, val, val_every = self._data(loaders)
+        _check_manual_flags(trainer)
+        # The data is requested after on_fit_start (as in Lightning: a tuner may change the
+        # batch size), the validation loaders first when a sanity check runs.
+        fit_data = FitData(trainer, self.validation, loaders)
         trainer.run_state.loop_state = {}
+        # Lightning: no sanity check when resuming (it would disturb the restored state)
+        if not trial and trainer.num_sanity_val_steps and fit_data.validates and not restore:
+            self._sanity_check(fit_data)
+        fit_data.setup_train()
+        train, n_batches = fit_data.train, fit_data.n_batches
         _keep_sampler_seed(trainer, train, loop_state.get("sampler_seed"))
-        if not trial and trainer.num_sanity_val_steps and val[0] and n_batches:
-            self._sanity_check(val)
+        if n_batches and fit_data.epoch_validates() and not fit_data.val_loaded:
+            fit_data.val()  # Lightning requests them here too, before on_train_start
         hooks("on_train_start")
         check_trainable = module.automatic_optimization
         self.epoch_loop.total = trainer.current_epoch * (
             int(n_batches) if n_batches != math.inf else 0)
         watch = NonFiniteWatch(trainer.strategy, stop=trainer.detect_anomaly)
         step = (AutomaticStep if module.automatic_optimization else ManualStep)(trainer, watch)
-        while not (trainer.should_stop and minimum_reached(trainer)) and n_batches:
+        while not (trainer.should_stop and minimum_reached(trainer)) and fit_data.n_batches:
             if trainer.max_epochs != -1 and trainer.current_epoch >= trainer.max_epochs:
                 break
             if 0 <= trainer.max_steps <= trainer.global_step:
                 break
+            if fit_data.train_due:  # reload_dataloaders_every_n_epochs
+                fit_data.setup_train()
+                _keep_sampler_seed(trainer, fit_data.train,
+                                   trainer.run_state.loop_state.get("sampler_seed"))
+                if not fit_data.n_batches:
+                    break
             resume = loop_state if mid_epoch else None
             if restore and not mid_epoch and "rng_states" in restore:
                 set_rng_states(restore["rng_states"])
-            self.epoch_loop.run(train, n_batches, val, val_every, resume,
-                                restore.get("rng_states"), step, check_trainable)
+            self.epoch_loop.run(fit_data, resume, restore.get("rng_states"), step,
+                                check_trainable)
             check_trainable = False
             restore, loop_state, mid_epoch = {}, {}, False
             if trainer.should_stop and not minimum_reached(trainer, trainer.current_epoch + 1):
@@ -113,54 +125,35 @@ class FitLoop:
         if not trial:
             hooks("on_fit_end")
 
-    def _data(self, loaders: dict[str, Any]) -> tuple[Any, int | float, Any, int | float | None]:
-        """The training loader, its batch count, the validation loaders and the validation
-        interval, checked."""
-        trainer = self.trainer
-        module, strategy = trainer.module, trainer.strategy
-        assert module is not None
-        train_loaders = data.resolve(loaders["train"], trainer.datamodule, module, "train")
-        if not train_loaders:
-            raise ConfigurationError("trainer.fit found no training data: pass "
-                                     "train_dataloaders=, a datamodule with train_dataloader(), "
-                                     "or define train_dataloader() on the module")
-        if len(train_loaders) > 1:
-            raise ConfigurationError(f"trainer.fit got {len(train_loaders)} training "
-                                     "dataloaders; combine them into one (e.g. a ConcatDataset)")
-        first = train_loaders[0]
-        if trainer.overfit_batches:
-            first = data.without_shuffle(first)
-        train = strategy.process_dataloader(first, "train", trainer.use_distributed_sampler)
-        data.seed_workers(train, trainer.global_rank)
-        n_batches = data.num_batches(train, trainer.limit_train_batches, "train")
-        trainer.num_training_batches = n_batches
-        if n_batches == 0 and trainer.limit_train_batches != 0:
-            raise ConfigurationError("the training dataloader is empty (0 batches): check the "
-                                     "dataset length, batch_size and drop_last")
-        val = self.validation.loaders("val", loaders.get("val"), during_fit=True)
-        val_every = _val_interval(trainer, n_batches) if val[0] else None
-        if not module.automatic_optimization:
-            for flag, default in (("accumulate_grad_batches", 1), ("gradient_clip_val", None)):
-                if getattr(trainer, flag) not in (default, 0):
-                    raise ConfigurationError(
-                        f"Trainer({flag}=...) applies to automatic optimization; with "
-                        "automatic_optimization=False do it in training_step "
-                        "(self.clip_gradients, stepping every n)")
-        return train, n_batches, val, val_every
-
-    def _sanity_check(self, val: Any) -> None:
+    def _sanity_check(self, fit_data: FitData) -> None:
+        """Lightning's sanity check: ``on_sanity_check_start``, the validation loaders
+        requested, a few batches of each, ``on_sanity_check_end``; the random state as before."""
         trainer = self.trainer
         hooks = trainer.hooks
         assert hooks is not None
         n = trainer.num_sanity_val_steps
-        limits = [b if n == -1 else min(b, n) for b in val[1]]
-        trainer.num_sanity_val_batches = limits
         trainer.sanity_checking = True
-        hooks("on_sanity_check_start")
         with preserved_rng():
-            self.validation.run("validate", val[0], limits, during_fit=True, sanity=True)
-        hooks("on_sanity_check_end")
+            hooks("on_sanity_check_start")
+            loaders, counts = fit_data.val(sanity=True)
+            limits = [b if n == -1 else min(b, n) for b in counts]
+            trainer.num_sanity_val_batches = limits
+            if loaders and any(limits):
+                self.validation.run("validate", loaders, limits, during_fit=True, sanity=True)
+            hooks("on_sanity_check_end")
         trainer.sanity_checking = False
+
+
+def _check_manual_flags(trainer: Trainer) -> None:
+    module = trainer.module
+    assert module is not None
+    if not module.automatic_optimization:
+        for flag, default in (("accumulate_grad_batches", 1), ("gradient_clip_val", None)):
+            if getattr(trainer, flag) not in (default, 0):
+                raise ConfigurationError(
+                    f"Trainer({flag}=...) applies to automatic optimization; with "
+                    "automatic_optimization=False do it in training_step "
+                    "(self.clip_gradients, stepping every n)")
 
 
 def _keep_sampler_seed(trainer: Trainer, loader: Any, saved: int | None) -> None:
@@ -175,21 +168,3 @@ def _keep_sampler_seed(trainer: Trainer, loader: Any, saved: int | None) -> None
     if saved is not None:
         sampler.seed = saved
     trainer.run_state.loop_state["sampler_seed"] = sampler.seed
-
-
-def _val_interval(trainer: Trainer, n_batches: int | float) -> int | float:
-    interval = trainer.val_check_interval
-    if interval is None or (isinstance(interval, float) and interval == 1.0):
-        return n_batches  # 1.0: the whole epoch; the int 1 means every batch (Lightning)
-    if isinstance(interval, float):
-        if n_batches == math.inf:
-            raise ConfigurationError(f"val_check_interval={interval} is a fraction of the "
-                                     "epoch, but the training dataloader has no length; give a "
-                                     "number of batches")
-        return max(1, int(n_batches * interval))
-    if interval > n_batches and trainer.check_val_every_n_epoch is not None:
-        raise ConfigurationError(
-            f"val_check_interval={interval} is larger than the epoch ({n_batches} training "
-            "batches). Use a value <= the number of batches, a fraction like 0.5, or "
-            "check_val_every_n_epoch=None to count batches across epochs")
-    return interval

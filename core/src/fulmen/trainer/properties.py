@@ -33,6 +33,8 @@ class TrainerProperties(SelectionReport):
     global_step: int
     should_stop: bool
     log_every_n_steps: int
+    barebones: bool
+    reload_dataloaders_every_n_epochs: int
     optimization: Optimization
     metrics: Metrics
     run_state: RunState
@@ -163,6 +165,8 @@ class TrainerProperties(SelectionReport):
         multiple of ``log_every_n_steps`` (the same answer from ``on_train_batch_start`` to
         ``on_train_batch_end``), or training is stopping — Lightning's rule, which counts
         batches (not optimizer steps) under manual optimization too."""
+        if not self.log_every_n_steps:  # 0: step metrics are not logged (Lightning)
+            return False
         return ((self.run_state.progress.batches_that_stepped + 1) % self.log_every_n_steps == 0
                 or self.should_stop)
 

@@ -108,6 +108,10 @@ def _run_stage(trainer: Trainer, doctor: HangDoctor, stage: str, model: Module,
             _log_hyperparams(trainer)  # run's loggers continue it (Lightning's order)
         if trainer.is_global_zero:
             _announce(trainer, stage, trainer.ckpt_path)
+            if trainer.barebones:  # no progress bar can make it look like the Trainer hung
+                configure_logging().info(
+                    "`Trainer(barebones=True)` started running. The progress bar is disabled so "
+                    "you might want to manually print the progress in your model.")
         preemption = FitPreemption(trainer, ckpt_path) if stage == "fit" else \
             contextlib.nullcontext()
         doctor.start()  # (already watching in a job of several processes)

@@ -17,6 +17,7 @@ from fulmen.datamodule import DataModule
 from fulmen.errors import FulmenError
 from fulmen.kernel.selection import select
 from fulmen.module import Module
+from fulmen.status import configure_logging
 from fulmen.trainer import config, save_restore
 from fulmen.trainer.evaluation_loop import EvaluationLoop
 from fulmen.trainer.fit_loop import FitLoop
@@ -51,7 +52,8 @@ class Trainer(TrainerProperties):
             a Precision instance.
         plugins: ClusterEnvironment, Precision or CheckpointIO instances, or registered
             environment/precision names.
-        logger: True (TensorBoard or CSV logger in default_root_dir), False, or loggers.
+        logger: True or None (TensorBoard or CSV logger in default_root_dir), False, or
+            loggers.
         callbacks: Callback instances to add to the defaults.
         max_epochs: stop after this many epochs (None: 1000 unless max_steps is set; -1: none).
         min_epochs: train at least this many epochs, even when asked to stop earlier.
@@ -68,7 +70,8 @@ class Trainer(TrainerProperties):
             an epoch (float).
         check_val_every_n_epoch: validate every this many epochs (None: by val_check_interval
             only).
-        num_sanity_val_steps: validation batches run before training (-1: all, 0: none).
+        num_sanity_val_steps: validation batches run before training (-1: all, 0: none;
+            None: 2).
         fast_dev_run: run this many batches (True: 1) of every stage once, as a smoke test.
         accumulate_grad_batches: sum gradients over this many batches per optimizer step.
         gradient_clip_val: clip gradients to this norm or value (None or 0: no clipping).
@@ -81,17 +84,20 @@ class Trainer(TrainerProperties):
         compile: torch.compile the model and its step methods (as Lightning does for a model
             given as ``torch.compile(model)``): True, or a dict of torch.compile arguments.
         log_every_n_steps: how often (in optimizer steps) step metrics are logged and training
-            losses are checked for NaN/inf.
-        enable_checkpointing: add a ModelCheckpoint when none is given.
-        enable_progress_bar: show a progress bar.
-        enable_model_summary: log a summary of the model when fit starts.
+            losses are checked for NaN/inf (None: 50; 0: step metrics are not logged).
+        enable_checkpointing: add a ModelCheckpoint when none is given (None: True).
+        enable_progress_bar: show a progress bar (None: True).
+        enable_model_summary: log a summary of the model when fit starts (None: True).
         default_root_dir: where logs and checkpoints go (default: the working directory).
         use_distributed_sampler: wrap dataloaders in a DistributedSampler when distributed.
         sync_batchnorm: convert BatchNorm layers to SyncBatchNorm.
         inference_mode: evaluate under ``torch.inference_mode`` (False: ``torch.no_grad``).
-        barebones: not implemented in fulmen (refused with the alternative).
-        reload_dataloaders_every_n_epochs: not implemented in fulmen (refused with the
-            alternative).
+        barebones: turn off everything that may cost speed, to measure the Trainer's own
+            overhead: checkpointing, loggers and ``self.log``, the progress bar, the model
+            summary, the sanity check (asking for one of them, or for ``fast_dev_run``,
+            ``detect_anomaly`` or a profiler, is an error).
+        reload_dataloaders_every_n_epochs: request the training and validation dataloaders
+            from the module or datamodule again every this many epochs (0: once).
         enable_autolog_hparams: log the module's and datamodule's hyper-parameters.
         model_registry: not implemented in fulmen (refused with the alternative).
         suggest_integrations: accepted for Lightning compatibility; fulmen prints no
@@ -112,7 +118,7 @@ class Trainer(TrainerProperties):
         num_nodes: int = 1,
         precision: Any = "32-true",
         plugins: Sequence[Any] | Any | None = None,
-        logger: Any = True,
+        logger: Any = None,
         callbacks: Sequence[Callback] | Callback | None = None,
         max_epochs: int | None = None,
         min_epochs: int | None = None,
@@ -126,7 +132,7 @@ class Trainer(TrainerProperties):
         overfit_batches: int | float = 0.0,
         val_check_interval: int | float | None = None,
         check_val_every_n_epoch: int | None = 1,
-        num_sanity_val_steps: int = 2,
+        num_sanity_val_steps: int | None = None,
         fast_dev_run: int | bool = False,
         accumulate_grad_batches: int = 1,
         gradient_clip_val: int | float | None = None,
@@ -136,10 +142,10 @@ class Trainer(TrainerProperties):
         detect_anomaly: bool = False,
         profiler: Any = None,
         compile: bool | dict[str, Any] | None = None,
-        log_every_n_steps: int = 50,
-        enable_checkpointing: bool = True,
-        enable_progress_bar: bool = True,
-        enable_model_summary: bool = True,
+        log_every_n_steps: int | None = None,
+        enable_checkpointing: bool | None = None,
+        enable_progress_bar: bool | None = None,
+        enable_model_summary: bool | None = None,
         default_root_dir: str | Path | None = None,
         use_distributed_sampler: bool = True,
         sync_batchnorm: bool = False,
@@ -174,7 +180,7 @@ class Trainer(TrainerProperties):
             suggest_integrations=suggest_integrations, default_root_dir=default_root_dir,
             barebones=barebones,
             reload_dataloaders_every_n_epochs=reload_dataloaders_every_n_epochs,
-            model_registry=model_registry)
+            model_registry=model_registry, profiler=profiler)
         quick_exit.install()
         self._selection = select("Trainer", accelerator=accelerator, strategy=strategy,
                                  devices=devices, num_nodes=num_nodes, precision=precision,
@@ -207,6 +213,12 @@ class Trainer(TrainerProperties):
         self.inference_mode = settings.inference_mode
         self.enable_autolog_hparams = settings.enable_autolog_hparams
         self.suggest_integrations = settings.suggest_integrations
+        #: request the training and validation dataloaders again every n epochs (0: once)
+        self.reload_dataloaders_every_n_epochs = settings.reload_dataloaders_every_n_epochs
+        #: everything that may cost speed is off (Lightning's ``barebones`` mode)
+        self.barebones = settings.barebones
+        if settings.barebones:
+            configure_logging().info("%s", config.BAREBONES_INFO)
         self.profiler = profilers.resolve(profiler)
         self.compile_options = compiling.options("Trainer", compile)
         compiling.check_backend("Trainer", self.compile_options,

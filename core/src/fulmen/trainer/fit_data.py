@@ -1,0 +1,136 @@
+"""The fit's dataloaders, requested when Lightning requests them: the validation loaders at the
+sanity check (or when fit starts on an epoch that validates, or at the first validation), the
+training loader when the epochs start, and both again every
+``Trainer(reload_dataloaders_every_n_epochs=n)`` epochs (Lightning 2.6's rules, including a
+sanity check's load counting for the first epoch only when that epoch validates)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import TYPE_CHECKING, Any
+
+from fulmen.errors import ConfigurationError
+from fulmen.trainer import data
+
+if TYPE_CHECKING:
+    from fulmen.trainer.evaluation_loop import EvaluationLoop, Loaders
+    from fulmen.trainer.trainer import Trainer
+
+_NO_TRAIN_DATA = ("trainer.fit found no training data: pass train_dataloaders=, a datamodule "
+                  "with train_dataloader(), or define train_dataloader() on the module")
+
+
+class FitData:
+    """One fit's training and validation dataloaders (one per :meth:`FitLoop.run`, so a
+    tuner's trial inside the fit keeps its own)."""
+
+    def __init__(self, trainer: Trainer, validation: EvaluationLoop,
+                 explicit: dict[str, Any]) -> None:
+        self.trainer, self.validation, self.explicit = trainer, validation, explicit
+        self.train: Any = None
+        #: batches per epoch of :attr:`train` under ``limit_train_batches``
+        self.n_batches: int | float = 0
+        #: validate every this many training batches; None: no validation in this fit
+        self.val_every: int | float | None = None
+        self._val: Loaders | None = None
+        self._train_epoch: float = -math.inf  # when each was last requested
+        self._val_epoch: float = -math.inf
+        module = trainer.module
+        if not data.defined(explicit.get("train"), trainer.datamodule, module, "train"):
+            raise ConfigurationError(_NO_TRAIN_DATA)
+        #: validation runs in this fit (Lightning's ``trainer.enable_validation``): a
+        #: ``validation_step``, ``limit_val_batches`` > 0 and validation data somewhere
+        self.validates = bool(
+            trainer.limit_val_batches != 0 and validation.step_defined("val")
+            and data.defined(explicit.get("val"), trainer.datamodule, module, "val"))
+
+    def _due(self, last: float) -> bool:
+        n = self.trainer.reload_dataloaders_every_n_epochs
+        return bool(n) and self.trainer.current_epoch - last >= n
+
+    @property
+    def train_due(self) -> bool:
+        """The training loader is to be requested again before this epoch."""
+        return self._due(self._train_epoch)
+
+    def epoch_validates(self) -> bool:
+        """The running epoch validates (``check_val_every_n_epoch``)."""
+        every = self.trainer.check_val_every_n_epoch
+        return self.validates and (every is None or (self.trainer.current_epoch + 1) % every == 0)
+
+    def setup_train(self) -> None:
+        """Request the training loader (again), count its batches, set the validation
+        interval."""
+        trainer = self.trainer
+        strategy = trainer.strategy
+        train_loaders = data.resolve(self.explicit.get("train"), trainer.datamodule,
+                                     trainer.module, "train")
+        if not train_loaders:
+            raise ConfigurationError(_NO_TRAIN_DATA)
+        if len(train_loaders) > 1:
+            raise ConfigurationError(f"trainer.fit got {len(train_loaders)} training "
+                                     "dataloaders; combine them into one (e.g. a ConcatDataset)")
+        first = train_loaders[0]
+        if trainer.overfit_batches:
+            first = data.without_shuffle(first)
+        self._check_reloadable(first, "train")
+        train = strategy.process_dataloader(first, "train", trainer.use_distributed_sampler)
+        data.seed_workers(train, trainer.global_rank)
+        n_batches = data.num_batches(train, trainer.limit_train_batches, "train")
+        trainer.num_training_batches = n_batches
+        if n_batches == 0 and trainer.limit_train_batches != 0:
+            raise ConfigurationError("the training dataloader is empty (0 batches): check the "
+                                     "dataset length, batch_size and drop_last")
+        self.train, self.n_batches = train, n_batches
+        if n_batches:
+            self._train_epoch = trainer.current_epoch
+        self.val_every = val_interval(trainer, n_batches) if self.validates and n_batches \
+            else None
+
+    def val(self, sanity: bool = False) -> Loaders:
+        """The validation loaders and their batch counts, requested on first use and again when
+        ``reload_dataloaders_every_n_epochs`` says so."""
+        trainer = self.trainer
+        if self._val is not None and not self._due(self._val_epoch):
+            return self._val
+        if not sanity or self.epoch_validates():
+            self._val_epoch = trainer.current_epoch
+        self._val = self.validation.loaders("val", self.explicit.get("val"), during_fit=True)
+        for loader in self._val[0]:
+            self._check_reloadable(loader, "val")
+        return self._val
+
+    @property
+    def val_loaded(self) -> bool:
+        return self._val is not None
+
+    def _check_reloadable(self, loader: Any, kind: str) -> None:
+        if self.trainer.reload_dataloaders_every_n_epochs and \
+                getattr(loader, "persistent_workers", False) and \
+                getattr(loader, "pin_memory", False):
+            warnings.warn(  # Lightning's warning, word for word
+                "The combination of `DataLoader(`pin_memory=True`, `persistent_workers=True`) "
+                "and `Trainer(reload_dataloaders_every_n_epochs > 0)` can lead to instability "
+                "due to limitations in PyTorch (https://github.com/pytorch/pytorch/issues/91252)."
+                f" We recommend setting `pin_memory=False` in this case (the {kind} "
+                "dataloader).", stacklevel=4)
+
+
+def val_interval(trainer: Trainer, n_batches: int | float) -> int | float:
+    """Validate every this many training batches (``val_check_interval`` for ``n_batches``)."""
+    interval = trainer.val_check_interval
+    if interval is None or (isinstance(interval, float) and interval == 1.0):
+        return n_batches  # 1.0: the whole epoch; the int 1 means every batch (Lightning)
+    if isinstance(interval, float):
+        if n_batches == math.inf:
+            raise ConfigurationError(f"val_check_interval={interval} is a fraction of the "
+                                     "epoch, but the training dataloader has no length; give a "
+                                     "number of batches")
+        return max(1, int(n_batches * interval))
+    if interval > n_batches and trainer.check_val_every_n_epoch is not None:
+        raise ConfigurationError(
+            f"val_check_interval={interval} is larger than the epoch ({n_batches} training "
+            "batches). Use a value <= the number of batches, a fraction like 0.5, or "
+            "check_val_every_n_epoch=None to count batches across epochs")
+    return interval
