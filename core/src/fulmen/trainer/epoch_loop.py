@@ -52,7 +52,11 @@ class TrainingEpochLoop:
         epoch_rng = resume["epoch_rng"] if resume is not None else rng_states()
         if resume is not None:
             set_rng_states(epoch_rng)
-        iterator = iter(loader)
+        iterator: Any = iter(loader)
+        if n_batches == math.inf:  # unknown length: look one batch ahead to know the last one
+            iterator = lookahead = Lookahead(iterator)
+        else:
+            lookahead = None
         progress = trainer.run_state.progress
         start = progress.batches.completed if resume is not None else 0
         if resume is not None:
@@ -80,21 +84,30 @@ class TrainingEpochLoop:
         batches = progress.batches
         watch = step.watch
         batch_idx = start - 1
-        exhausted = False
+        exhausted = cut = False
         indices = range(start, int(n_batches)) if n_batches != math.inf else count_from(start)
         for batch_idx, batch in zip(indices, iterator):
             if transfer is not None:
                 batch = transfer(batch, 0)
             results.batch = batch
             trainer.run_state.steps_before_batch = trainer.global_step
+            last = batch_idx + 1 == n_batches or (lookahead is not None and lookahead.done)
             if has_start and hooks("on_train_batch_start", batch, batch_idx) == -1:
+                # Lightning: the batch ends the epoch, and the schedulers step as at a last one
+                if not forward_only:
+                    if step_schedulers_due:
+                        step_schedulers(trainer, "step", plateau=False, index=batch_idx + 1)
+                    if epoch_schedulers:
+                        step_schedulers(trainer, "epoch", plateau=False)
+                cut = True
                 break
             batches.started += 1
-            output, stepped = step.run(batch, batch_idx, batch_idx + 1 == n_batches)
+            output, stepped = step.run(batch, batch_idx, last)
             if stepped and step_schedulers_due:
-                step_schedulers(trainer, "step", plateau=False)
-            # Lightning: epoch schedulers step at the last batch (not in a forward-only epoch)
-            if epoch_schedulers and batch_idx + 1 == n_batches and not forward_only:
+                step_schedulers(trainer, "step", plateau=False, index=batch_idx + 1)
+            # Lightning: epoch schedulers step at the last batch, before its validation (not in
+            # a forward-only epoch)
+            if epoch_schedulers and last and not forward_only:
                 step_schedulers(trainer, "epoch", plateau=False)
             batches.completed = batch_idx + 1
             ends_window = stepped or not automatic
@@ -108,14 +121,15 @@ class TrainingEpochLoop:
                     trainer.metrics.log_step(results)
             if preemption is not None and ends_window and (action := preemption.poll()):
                 raise preemption.act(action)  # between optimizer steps: nothing half-accumulated
-            if val_every is not None and self._should_validate(batch_idx, n_batches, val_every):
+            if val_every is not None and \
+                    self._should_validate(batch_idx, n_batches, val_every, last):
                 module.on_validation_model_zero_grad()
                 val_loaders, val_counts = fit_data.val()
                 if val_loaders:
                     self.validation.run("validate", val_loaders, val_counts, during_fit=True)
                 trainer.metrics.current = results
             if stepped and step_plateau:
-                step_schedulers(trainer, "step", plateau=True)
+                step_schedulers(trainer, "step", plateau=True, index=batch_idx + 1)
             progress.batches_that_stepped += progress.uncounted
             progress.uncounted = 0
             self.total += 1
@@ -134,20 +148,22 @@ class TrainingEpochLoop:
                           "skips a batch", stacklevel=3)
         watch.check()
         # Lightning: epoch-interval plateau schedulers step only after a complete epoch
-        self._end(results, complete=exhausted or batches.completed >= n_batches)
+        self._end(results, complete=exhausted or cut or batches.completed >= n_batches)
 
     def _should_validate(self, batch_idx: int, n_batches: int | float,
-                         every: int | float) -> bool:
+                         every: int | float, last: bool) -> bool:
+        """Lightning's ``_should_check_val_fx``."""
         trainer = self.trainer
         if trainer.check_val_every_n_epoch is not None and \
                 (trainer.current_epoch + 1) % trainer.check_val_every_n_epoch:
             return False
+        if last and n_batches == math.inf:
+            return True  # the end of a loader of unknown length
         if trainer.should_stop and minimum_reached(trainer):
-            return True  # Lightning: a stop asked for mid-epoch validates at that batch
+            return True  # a stop asked for mid-epoch validates at that batch
         if trainer.check_val_every_n_epoch is None:
             return (self.total + 1) % every == 0
-        done = batch_idx + 1
-        return done % every == 0 if every < n_batches else done == n_batches
+        return (batch_idx + 1) % every == 0 if every < n_batches else last
 
     def _end(self, results: Any, complete: bool) -> None:
         trainer = self.trainer
@@ -159,11 +175,38 @@ class TrainingEpochLoop:
         hooks.before_monitors("on_train_epoch_end")
         trainer.metrics.finish(results)  # what on_train_epoch_end logged
         progress.batches_that_stepped += 1
-        if complete:
-            step_schedulers(trainer, "epoch", plateau=True)
         progress.finish_epoch()
         hooks.monitors("on_train_epoch_end")
+        # Lightning: epoch-interval plateau schedulers step after the monitoring callbacks'
+        # on_train_epoch_end (a checkpoint saved there holds them unstepped), and only after a
+        # complete epoch
+        if complete:
+            step_schedulers(trainer, "epoch", plateau=True)
         trainer.metrics.current = None
+
+
+class Lookahead:
+    """An iterator that fetches one item ahead, so :attr:`done` says whether the item just
+    returned was the last (Lightning's prefetching data fetcher), for loaders of unknown
+    length."""
+
+    _END = object()
+
+    def __init__(self, iterator: Any) -> None:
+        self.iterator = iterator
+        self.done = False
+        self._next = next(iterator, self._END)
+
+    def __iter__(self) -> Lookahead:
+        return self
+
+    def __next__(self) -> Any:
+        item = self._next
+        if item is self._END:
+            raise StopIteration
+        self._next = next(self.iterator, self._END)
+        self.done = self._next is self._END
+        return item
 
 
 def _check_trainable(module: Any) -> None:

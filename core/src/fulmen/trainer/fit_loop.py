@@ -18,8 +18,8 @@ from fulmen.status import configure_logging
 from fulmen.trainer.batches import preserved_rng
 from fulmen.trainer.epoch_loop import TrainingEpochLoop, minimum_reached, out_of_time
 from fulmen.trainer.evaluation_loop import EvaluationLoop
-from fulmen.trainer.fit_data import FitData
 from fulmen.trainer.finite import NonFiniteWatch
+from fulmen.trainer.fit_data import FitData
 from fulmen.trainer.progress import Counter, FitProgress
 from fulmen.trainer.step import AutomaticStep, ManualStep
 

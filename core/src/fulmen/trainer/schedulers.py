@@ -48,10 +48,13 @@ def check_scheduler_steps(trainer: Trainer) -> None:
                 "other parameters defaults") from None
 
 
-def step_schedulers(trainer: Trainer, interval: str, plateau: bool | None = None) -> None:
+def step_schedulers(trainer: Trainer, interval: str, plateau: bool | None = None,
+                    index: int | None = None) -> None:
     """Step the schedulers of ``interval`` due now (``plateau``: only those that do / do not
-    follow a metric; None: all)."""
-    counter = trainer.global_step if interval == "step" else trainer.current_epoch + 1
+    follow a metric; None: all). ``frequency`` counts, as in Lightning, the epochs (``epoch``)
+    or ``index``, the batches of the running epoch that ended an accumulation window
+    (``step``)."""
+    counter = trainer.current_epoch + 1 if index is None else index
     module = trainer.module
     assert module is not None
     if not module.automatic_optimization:  # manual optimization steps its own schedulers
