@@ -4,12 +4,13 @@ validate, test and predict.
 
 Deliberate differences from Lightning (also in docs/migrating.md):
 
-- fulmen detects an override on the class, so the recording model and callback are subclasses
-  with every hook overridden (Lightning patches instance attributes; fulmen skips hooks nobody
-  overrides, which keeps the per-step path free of empty calls).
+- The recording model and callback are subclasses with every hook overridden (Lightning
+  patches instance attributes; fulmen calls those too, see
+  ``test_hooks_assigned_to_the_instance_are_called``).
 - The records hold hook names (plus the arguments of the optimization hooks); torch methods
-  (``forward``, ``train``, ``zero_grad``) and the ``*_dataloader`` calls are not recorded:
-  fulmen resolves every dataloader when a stage starts.
+  (``forward``, ``train``, ``zero_grad``) and the ``*_dataloader`` calls are not recorded here:
+  when fit requests its dataloaders (the validation ones inside the sanity check, then the
+  training one) is checked in ``test_dataloaders_reload_lightning.py``.
 - ``dataloader_idx`` is passed to batch hooks only with several dataloaders (as Lightning).
 - On a resume, ``configure_optimizers`` runs before ``on_load_checkpoint`` (Lightning calls it
   after): the checkpoint is read once, after the optimizers exist, so sharded strategies can
@@ -337,3 +338,23 @@ def test_wrong_hook_signature_is_named() -> None:
                              r"optimizer_step\(self, epoch, batch_idx, optimizer, "
                              r"optimizer_closure=None\)"):
         _trainer(fulmen.Callback(), max_epochs=1).fit(Bad([]), _data())
+
+
+def test_hooks_assigned_to_the_instance_are_called(tmp_path: Any) -> None:
+    """Lightning calls a hook assigned to the module instance (its test_hooks.py patches them
+    so): module hooks, module-only hooks (batch transfer) and steps."""
+    calls: list[str] = []
+    from fulmen.demos import BoringModel
+
+    model = BoringModel()
+    model.on_train_epoch_start = lambda: calls.append("on_train_epoch_start")
+    model.on_train_batch_end = lambda *args: calls.append("on_train_batch_end")
+    model.on_before_batch_transfer = lambda batch, idx: (calls.append("transfer"), batch)[1]
+    model.on_validation_epoch_end = lambda: calls.append("on_validation_epoch_end")
+    trainer = fulmen.Trainer(default_root_dir=tmp_path, max_epochs=1, limit_train_batches=2,
+                             limit_val_batches=1, num_sanity_val_steps=0, logger=False,
+                             enable_checkpointing=False, enable_progress_bar=False,
+                             enable_model_summary=False)
+    trainer.fit(model)
+    assert calls == ["on_train_epoch_start", "transfer", "on_train_batch_end", "transfer",
+                     "on_train_batch_end", "transfer", "on_validation_epoch_end"]

@@ -46,11 +46,11 @@ def make_transfer(trainer: Trainer) -> Callable[[Any, int], Any] | None:
     for name in _TRANSFER_HOOKS:
         dm_over = datamodule is not None and \
             getattr(type(datamodule), name) is not getattr(DataModule, name)
-        if dm_over and getattr(type(module), name) is not getattr(Module, name):
+        if dm_over and overridden(module, name):
             warnings.warn(f"{name} is overridden in both the module and the DataModule; the "
                           "DataModule's is used", stacklevel=3)
         owners.append(datamodule if dm_over else module)
-    hooks = any(getattr(type(module), h) is not getattr(Module, h) for h in _TRANSFER_HOOKS) \
+    hooks = any(overridden(module, h) for h in _TRANSFER_HOOKS) \
         or any(o is datamodule for o in owners)
     precision = strategy.precision
     converts = type(precision).convert_input is not Precision.convert_input
@@ -128,8 +128,10 @@ def profiled_step(profiler: Any, step: Any) -> Any:
 
 
 def overridden(module: Module, name: str) -> bool:
-    """Whether the module's class overrides ``Module.<name>``."""
-    return getattr(type(module), name) is not getattr(Module, name)
+    """Whether the module overrides ``Module.<name>``: in its class, or with a callable assigned
+    to the instance (which Lightning calls too)."""
+    return getattr(type(module), name) is not getattr(Module, name) or \
+        callable(vars(module).get(name))
 
 
 def count_from(start: int) -> Iterator[int]:

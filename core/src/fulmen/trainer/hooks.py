@@ -96,7 +96,8 @@ class HookTable:
         monitors = [c for c in self.callbacks if c.monitors]
         for name in HOOK_NAMES + CALLBACK_ONLY:
             calls = bound(plain, name)
-            if name not in CALLBACK_ONLY and _overrides(module, name, Hooks):
+            if name not in CALLBACK_ONLY and (_overrides(module, name, Hooks)
+                                              or callable(vars(module).get(name))):
                 calls.append((True, getattr(module, name)))
             monitoring = bound(monitors, name)
             if calls or monitoring:
