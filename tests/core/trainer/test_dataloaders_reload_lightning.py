@@ -1,7 +1,8 @@
 """Lightning's tests of when the fit's dataloaders are requested and of
 ``Trainer(reload_dataloaders_every_n_epochs=n)``, ported to fulmen: from
 ``tests_pytorch/trainer/test_dataloaders.py`` (``test_dataloaders_load_only_once*``,
-``test_dataloaders_load_every_n_epochs_*``, ``test_dataloaders_load_every_epoch_no_sanity_check``),
+``test_dataloaders_load_every_n_epochs_*``, ``test_dataloaders_load_every_epoch_no_sanity_check``,
+``test_warning_with_small_dataloader_and_*``),
 ``tests_pytorch/core/test_datamodules.py`` (``test_dm_reload_dataloaders_every_n_epochs``),
 ``tests_pytorch/trainer/connectors/test_data_connector.py``
 (``test_worker_check_reload_dataloaders_every_n_epochs_limitations``) and the datamodule part of
@@ -19,17 +20,19 @@ Deliberate differences: none.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 from unittest.mock import Mock, call
 
 import pytest
-from boring import BoringModel
+from boring import BoringModel, RandomDataset
 from torch.utils.data import DataLoader
 
 import fulmen
 from fulmen import ConfigurationError
 from fulmen.callbacks import Callback, ModelCheckpoint
 from fulmen.demos.boring_classes import BoringDataModule
+from fulmen.loggers import CSVLogger
 
 Trainer = fulmen.Trainer
 QUIET = {"enable_progress_bar": False, "enable_model_summary": False, "logger": False}
@@ -349,3 +352,31 @@ def test_reload_changes_the_epoch_length_and_validation_interval(tmp_path):
     trainer.fit(Model())
     assert seen == [(0, 16), (0, 16), (1, 8), (1, 8)]
     assert trainer.global_step == 16 + 8
+
+
+@pytest.mark.parametrize("log_interval", [2, 11])
+def test_warning_with_small_dataloader_and_logging_interval(log_interval, tmp_path):
+    """Test that a warning message is shown if the dataloader length is too short for the chosen
+    logging interval."""
+    model = BoringModel()
+    dataloader = DataLoader(RandomDataset(32, length=10))
+    model.train_dataloader = lambda: dataloader
+    trainer = Trainer(default_root_dir=tmp_path, max_epochs=1, log_every_n_steps=log_interval,
+                      limit_train_batches=1 if log_interval < 10 else None,
+                      logger=CSVLogger(tmp_path), enable_progress_bar=False,
+                      enable_model_summary=False)
+    with pytest.warns(UserWarning, match=rf"The number of training batches \({log_interval - 1}\) "
+                      "is smaller than the logging interval"):
+        trainer.fit(model)
+
+
+def test_warning_with_small_dataloader_and_fast_dev_run(tmp_path):
+    """No such warning under fast_dev_run."""
+    model = BoringModel()
+    dataloader = DataLoader(RandomDataset(32, length=10))
+    model.train_dataloader = lambda: dataloader
+    trainer = Trainer(default_root_dir=tmp_path, fast_dev_run=True, log_every_n_steps=2,
+                      enable_progress_bar=False, enable_model_summary=False)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="The number of training batches")
+        trainer.fit(model)

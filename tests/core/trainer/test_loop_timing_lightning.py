@@ -197,3 +197,38 @@ def test_no_sanity_check_when_resuming(tmp_path):
     trainer(tmp_path, max_epochs=2, limit_train_batches=2, limit_val_batches=1).fit(
         Model(), ckpt_path=tmp_path / "one.ckpt")
     assert sanity == [0]
+
+
+@pytest.mark.parametrize("case", ["limit_train_batches=0", "resumed at max_epochs"])
+def test_no_training_calls_no_train_start_or_end(tmp_path, case):
+    """Lightning's ``FitLoop.skip``: with nothing to train, fit calls ``on_fit_start`` and
+    ``on_fit_end`` but not ``on_train_start``/``on_train_end`` (the sanity check still runs)."""
+    events: list[str] = []
+
+    class Model(BoringModel):
+        def on_fit_start(self):
+            events.append("on_fit_start")
+
+        def on_train_start(self):
+            events.append("on_train_start")
+
+        def on_train_end(self):
+            events.append("on_train_end")
+
+        def on_fit_end(self):
+            events.append("on_fit_end")
+
+        def on_validation_start(self):
+            events.append("sanity" if self.trainer.sanity_checking else "validation")
+
+    if case == "limit_train_batches=0":
+        trainer(tmp_path, max_epochs=1, limit_train_batches=0, limit_val_batches=1).fit(Model())
+        assert events == ["on_fit_start", "sanity", "on_fit_end"]
+    else:
+        first = trainer(tmp_path, max_epochs=1, limit_train_batches=1, limit_val_batches=0)
+        first.fit(Model())
+        first.save_checkpoint(tmp_path / "done.ckpt")
+        events.clear()
+        trainer(tmp_path, max_epochs=1, limit_train_batches=1, limit_val_batches=0).fit(
+            Model(), ckpt_path=tmp_path / "done.ckpt")
+        assert events == ["on_fit_start", "on_fit_end"]

@@ -110,8 +110,8 @@ def test_plateau_scheduler_reads_a_logged_metric_and_names_missing_ones():
         return make
 
     assert len(lrs(plateau("train_loss"))) == 8
-    with pytest.raises(ConfigurationError, match=r"monitors 'nope', which was never logged; "
-                       r"logged metrics: \['train_loss'\]"):
+    with pytest.raises(ConfigurationError, match=r"metric 'nope' which is not available\. "
+                       r"Available metrics are: \['train_loss'\]"):
         lrs(plateau("nope"))
 
 

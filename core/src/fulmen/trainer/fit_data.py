@@ -60,8 +60,8 @@ class FitData:
         return self.validates and (every is None or (self.trainer.current_epoch + 1) % every == 0)
 
     def setup_train(self) -> None:
-        """Request the training loader (again), count its batches, set the validation
-        interval."""
+        """Request the training loader (again), count its batches (warning, as Lightning, when
+        an epoch is shorter than ``log_every_n_steps``), set the validation interval."""
         trainer = self.trainer
         strategy = trainer.strategy
         train_loaders = data.resolve(self.explicit.get("train"), trainer.datamodule,
@@ -83,6 +83,13 @@ class FitData:
             raise ConfigurationError("the training dataloader is empty (0 batches): check the "
                                      "dataset length, batch_size and drop_last")
         self.train, self.n_batches = train, n_batches
+        if trainer.loggers and n_batches < trainer.log_every_n_steps and \
+                not trainer.fast_dev_run:
+            warnings.warn(  # Lightning's
+                f"The number of training batches ({n_batches}) is smaller than the logging "
+                f"interval Trainer(log_every_n_steps={trainer.log_every_n_steps}). Set a lower "
+                "value for log_every_n_steps if you want to see logs for the training epoch.",
+                stacklevel=4)
         if n_batches:
             self._train_epoch = trainer.current_epoch
         self.val_every = val_interval(trainer, n_batches) if self.validates and n_batches \

@@ -85,7 +85,12 @@ class FitLoop:
         fit_data.setup_train()
         train, n_batches = fit_data.train, fit_data.n_batches
         _keep_sampler_seed(trainer, train, loop_state.get("sampler_seed"))
-        if n_batches and fit_data.epoch_validates() and not fit_data.val_loaded:
+        if not n_batches or _limit_reached(trainer):
+            # Lightning's FitLoop.skip: no training at all, so no on_train_start/on_train_end
+            if not trial:
+                hooks("on_fit_end")
+            return
+        if fit_data.epoch_validates() and not fit_data.val_loaded:
             fit_data.val()  # Lightning requests them here too, before on_train_start
         hooks("on_train_start")
         check_trainable = module.automatic_optimization
@@ -94,9 +99,7 @@ class FitLoop:
         watch = NonFiniteWatch(trainer.strategy, stop=trainer.detect_anomaly)
         step = (AutomaticStep if module.automatic_optimization else ManualStep)(trainer, watch)
         while not (trainer.should_stop and minimum_reached(trainer)) and fit_data.n_batches:
-            if trainer.max_epochs != -1 and trainer.current_epoch >= trainer.max_epochs:
-                break
-            if 0 <= trainer.max_steps <= trainer.global_step:
+            if _limit_reached(trainer):
                 break
             if fit_data.train_due:  # reload_dataloaders_every_n_epochs
                 fit_data.setup_train()
@@ -142,6 +145,12 @@ class FitLoop:
                 self.validation.run("validate", loaders, limits, during_fit=True, sanity=True)
             hooks("on_sanity_check_end")
         trainer.sanity_checking = False
+
+
+def _limit_reached(trainer: Trainer) -> bool:
+    """``max_epochs`` or ``max_steps`` is reached."""
+    return (trainer.max_epochs != -1 and trainer.current_epoch >= trainer.max_epochs) or \
+        0 <= trainer.max_steps <= trainer.global_step
 
 
 def _check_manual_flags(trainer: Trainer) -> None:

@@ -68,12 +68,17 @@ def step_schedulers(trainer: Trainer, interval: str, plateau: bool | None = None
         if config.needs_metric:
             metrics = trainer.callback_metrics
             value = metrics.get(config.monitor or "")
-            if value is None:
-                message = (f"the lr scheduler monitors {config.monitor!r}, which was never "
-                           f"logged; logged metrics: {sorted(metrics)}")
+            if value is None:  # Lightning's messages and warning category
                 if config.strict:
-                    raise ConfigurationError(message + " (set 'strict': False to skip instead)")
-                warnings.warn(message + "; the scheduler was not stepped", stacklevel=2)
+                    raise ConfigurationError(
+                        f"ReduceLROnPlateau conditioned on metric {config.monitor!r} which is "
+                        f"not available. Available metrics are: {sorted(metrics)}. Log it with "
+                        "self.log, name a logged one as `monitor` in the lr scheduler dict, or "
+                        "set 'strict': False to skip the step instead")
+                warnings.warn(f"ReduceLROnPlateau conditioned on metric {config.monitor!r} "
+                              "which is not available but strict is set to `False`. Skipping "
+                              f"learning rate update (available metrics: {sorted(metrics)})",
+                              RuntimeWarning, stacklevel=2)
                 continue
             if own:
                 module.lr_scheduler_step(config.scheduler, value)
