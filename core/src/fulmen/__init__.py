@@ -111,7 +111,14 @@ if TYPE_CHECKING:
     from fulmen.kernel.compose import Selection
     from fulmen.kernel.hookspecs import hookimpl, hookspec
     from fulmen.kernel.manager import get_plugin_manager, reload_plugins
-    from fulmen.kernel.records import AcceleratorSpec, EnvironmentSpec, PrecisionSpec, StrategySpec
+    from fulmen.kernel.records import (
+        AcceleratorSpec,
+        EnvironmentSpec,
+        LoggerSpec,
+        NoticeSpec,
+        PrecisionSpec,
+        StrategySpec,
+    )
     from fulmen.lite import Fabric, Lite
     from fulmen.module import Module
     from fulmen.seed import seed_everything
