@@ -179,6 +179,8 @@ class LitePreemption:
         handler = self.handler
         if self._closed is not None or handler is None or self._stopped:
             self.ledger.stop()
+            if not failed:
+                self.ledger.report()  # a run that ended before the heartbeat saw its first step
             if handler is None and self.lite.preemption_notices and not failed and \
                     self.lite.is_global_zero:
                 configure_logging().warning(
@@ -191,6 +193,8 @@ class LitePreemption:
             handler.finish()
         handler.stop()
         self._stopped = True
+        if not failed:
+            self.ledger.report()  # a run that ended before the heartbeat saw its first step
         if failed or self.action is None:
             return None
         if self._exit is None:

@@ -55,6 +55,8 @@ class FitPreemption(Preemption):
         if exc_type is None:
             self.finish()
         self.stop()
+        if exc_type is None:  # a fit that ended before the heartbeat saw its first step
+            self.ledger.report()
 
     def act(self, action: str) -> Preempted:
         """Write the preemption checkpoint and wait until it is committed (an asynchronous
