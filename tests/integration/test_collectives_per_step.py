@@ -33,3 +33,20 @@ def test_lite_loop_calls_no_collective(run_script):
         result = run.json(f"rank{rank}")
         assert result["steps"] == 10
         assert result["counts"] == {}, result
+
+
+def test_lite_loop_asking_should_stop_votes_about_every_half_second(run_script):
+    """``lite.should_stop()`` at every step boundary (SIGTERM watched): the ranks' vote is one
+    asynchronous all-reduce about every half second of training, not one per step."""
+    from fulmen.fault_tolerance.preemption import VOTE_SECONDS
+
+    run = run_script("collectives_per_step.py", "--mode", "lite_notices",
+                     env={"OMP_NUM_THREADS": "1"})
+    assert run.returncode == 0, run.output[-3000:]
+    for rank in (0, 1):
+        result = run.json(f"rank{rank}")
+        assert result["steps"] == 10
+        assert set(result["counts"]) <= {"all_reduce"}, result
+        # the first two polls vote, then one vote per VOTE_SECONDS of steps
+        assert result["counts"].get("all_reduce", 0) <= 1 + result["seconds"] / VOTE_SECONDS, \
+            result

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -87,25 +88,32 @@ class Model(fulmen.Module):
 
 
 class Loop(fulmen.Lite):
-    def run(self) -> int:
+    #: ask ``should_stop()`` at each step boundary (the notices' vote: not one per step)
+    asks = False
+
+    def run(self) -> tuple[int, float]:
         model = net()
         model, optimizer = self.setup(model, torch.optim.SGD(model.parameters(), lr=0.1))
         loader = self.setup_dataloaders(DataLoader(data(), batch_size=2, shuffle=True))
-        counted = 0
+        counted, seconds = 0, 0.0
         for step, (x, y) in enumerate(loader):
             COUNTING[0] = FIRST <= step < LAST
+            started = time.monotonic()
             loss = F.cross_entropy(model(x), y)
             optimizer.zero_grad()
             self.backward(loss)
             optimizer.step()
+            if self.asks and self.should_stop():
+                break
             counted += COUNTING[0]
+            seconds += (time.monotonic() - started) * COUNTING[0]
             COUNTING[0] = False
-        return counted
+        return counted, seconds
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--mode", choices=("trainer", "lite"), required=True)
+    parser.add_argument("--mode", choices=("trainer", "lite", "lite_notices"), required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     if args.mode == "trainer":
@@ -115,12 +123,14 @@ def main() -> None:
         model = Model()
         trainer.fit(model, DataLoader(data(), batch_size=2, shuffle=True))
         rank, steps = trainer.global_rank, model.counted
+        seconds = 0.0
     else:
         lite = Loop(accelerator="cpu", devices=2, strategy="ddp")
-        steps = lite.run()
+        lite.asks = args.mode == "lite_notices"
+        steps, seconds = lite.run()
         rank = lite.global_rank
     Path(args.out, f"rank{rank}.json").write_text(json.dumps(
-        {"counts": dict(COUNTS), "steps": steps}))
+        {"counts": dict(COUNTS), "steps": steps, "seconds": seconds}))
 
 
 if __name__ == "__main__":
