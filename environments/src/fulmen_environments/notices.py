@@ -27,6 +27,7 @@ import urllib.request
 from abc import abstractmethod
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from fulmen import ConfigurationError
 from fulmen.api.notice import Notice, PreemptionNotice
@@ -61,6 +62,17 @@ class MetadataNotice(PreemptionNotice):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._failed_once = False
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (into spawned workers) without the watcher thread and its event."""
+        state = dict(self.__dict__)
+        state.pop("_stop")
+        state["_thread"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._stop = threading.Event()
 
     def start(self, announce: Callable[[Notice], None]) -> None:
         self._stop.clear()

@@ -5,6 +5,7 @@ resume logs, checkpoints and sends to the loggers."""
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -37,6 +38,18 @@ def test_each_provider_notice_reads_its_endpoint(metadata, kind):
     assert found.signum == signal.SIGTERM
     expected = {"aws_spot": 120, "gcp_preemption": 30, "azure_spot": 30}[notice.name]
     assert found.window is not None and expected - 3 <= found.window <= expected
+
+
+def test_a_cloud_notice_pickles_into_spawned_workers(metadata):
+    notice = pickle.loads(pickle.dumps(AWSSpotNotice(endpoint=metadata.url, interval=0.02)))
+    seen: list[Notice] = []
+    notice.start(seen.append)
+    metadata.preempted.set()
+    deadline = time.monotonic() + 10
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.01)
+    notice.stop()
+    assert seen and seen[0].source == "aws_spot"
 
 
 def test_notice_arguments_are_checked():
