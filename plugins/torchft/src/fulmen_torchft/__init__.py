@@ -1,5 +1,5 @@
 """torchft for fulmen: the ``torchft`` strategy (``TorchFTStrategy``), its settings and the
-``StopAtCommittedSteps`` callback.
+Trainer callbacks ``StopAtCommittedSteps`` and ``ReplicaSchedulers``.
 Importing this package imports neither torch nor torchft."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ _EXPORTS = {
     "TorchFTStrategy": "fulmen_torchft.strategy",
     "ReplicaSettings": "fulmen_torchft.settings",
     "StopAtCommittedSteps": "fulmen_torchft.callbacks",
+    "ReplicaSchedulers": "fulmen_torchft.callbacks",
 }
 __all__ = list(_EXPORTS)
 

@@ -9,9 +9,11 @@ a live peer (torchft's checkpoint transport, HTTP) instead of reading a checkpoi
 commits (the optimizer steps) only where every process of the group and at least
 ``min_replicas`` groups took part.
 
-Inside a group, gradients are first averaged over the group's own process group (gloo on CPU),
-then over the replica dimension with ``Manager.allreduce`` (process group rank ``r`` of every
-group meet in a torchft ``ProcessGroupGloo`` that the manager reconfigures at each new quorum).
+Gradients are averaged over the replica dimension with ``Manager.allreduce`` (process group
+rank ``r`` of every group meet in a torchft ``ProcessGroupGloo`` that the manager reconfigures at
+each new quorum), then over the group's own process group (gloo on CPU). Groups of several
+processes must start from the same weights in every group (one seed everywhere): torchft's
+step-0 sync picks its source per process, while DDP's start-up broadcast covers one group.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -91,6 +93,8 @@ class TorchFTStrategy(ParallelStrategy):
         #: the lighthouse's address (on the group's rank 0, which talks to it), or None
         self.lighthouse_address: str | None = None
         self.optimizers: list[torch.optim.Optimizer] = []  # the user's, for the replica state
+        #: more state a recovering group takes from its peer: name -> (state_dict, load)
+        self.replica_extras: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
         #: quorums started (one per step, by its first training forward or backward)
         self.quorums = 0
         #: commit votes taken (one per step, by its first optimizer step)
@@ -199,11 +203,27 @@ class TorchFTStrategy(ParallelStrategy):
 
     # ------------------------------------------------------------------ replica state
 
+    def register_replica_state(self, name: str, state_dict: Callable[[], Any],
+                               load_state_dict: Callable[[Any], None]) -> None:
+        """Send more state to a recovering group with the weights: an LR scheduler's, a data
+        position (``lite`` users; the Trainer's schedulers: ``ReplicaSchedulers``). The name
+        registered again replaces the earlier functions."""
+        if not isinstance(name, str) or not name:
+            raise ConfigurationError(f"register_replica_state(name={name!r}): give a non-empty "
+                                     "string naming the state")
+        if not callable(state_dict) or not callable(load_state_dict):
+            raise ConfigurationError(
+                f"register_replica_state({name!r}, ...): state_dict and load_state_dict must be "
+                "callables (e.g. scheduler.state_dict, scheduler.load_state_dict)")
+        self.replica_extras[name] = (state_dict, load_state_dict)
+
     def replica_state(self) -> dict[str, Any]:
-        """What a recovering group receives from a live peer: the module's state and every
-        set-up optimizer's (torchft's manager adds its step count)."""
+        """What a recovering group receives from a live peer: the module's state, every
+        set-up optimizer's and what was registered with :meth:`register_replica_state`
+        (torchft's manager adds its step count)."""
         return {"module": self.module_state_dict(),
-                "optimizers": [o.state_dict() for o in self.optimizers]}
+                "optimizers": [o.state_dict() for o in self.optimizers],
+                "extras": {name: fns[0]() for name, fns in self.replica_extras.items()}}
 
     def load_replica_state(self, state: dict[str, Any]) -> None:
         """Load what :meth:`replica_state` of a peer returned (torchft calls it on the main
@@ -211,6 +231,13 @@ class TorchFTStrategy(ParallelStrategy):
         self.load_module_state_dict(state["module"])
         for optimizer, optimizer_state in zip(self.optimizers, state["optimizers"], strict=True):
             optimizer.load_state_dict(optimizer_state)
+        missing = sorted(set(self.replica_extras) - set(state["extras"]))
+        if missing:
+            raise FulmenError(f"strategy 'torchft': the peer this group recovered from sent no "
+                              f"{', '.join(map(repr, missing))} state; every group must "
+                              "register the same replica state")
+        for name, (_, load) in self.replica_extras.items():
+            load(state["extras"][name])
 
     # ------------------------------------------------------------------ model and optimizers
 
@@ -226,21 +253,27 @@ class TorchFTStrategy(ParallelStrategy):
         return super().setup_module(module)
 
     def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
-        """torchft's ``DistributedDataParallel`` for a group of one process; for a larger group
-        torch's DDP on the group's process group with a hook that then averages over the
-        replica groups (``Manager.allreduce``). Either way the buckets are never rebuilt
+        """torch's DDP with a comm hook that averages each bucket over the replica groups of the
+        quorum (``Manager.allreduce``), then over the group's process group (several
+        processes). A group of one process gets torchft's dummy process group for
+        DDP itself, as torchft's ``DistributedDataParallel`` does. The buckets are never rebuilt
         (``find_unused_parameters=True``, as torchft requires: a recovering group must bucket as
-        its peers do)."""
-        from torchft.ddp import DistributedDataParallel
+        its peers do).
+
+        Not torchft's ``DistributedDataParallel`` itself: in torchft 0.2.0 its comm hook asserts
+        on the future of an allreduce that failed (a peer killed mid-step), which ends the
+        surviving process instead of skipping the step; this hook waits on torchft's work (the
+        error goes to the manager, which votes the step down) and hands DDP the bucket."""
+        from torchft.process_group import ProcessGroupDummy
 
         if self.manager is None:
             raise FulmenError("strategy 'torchft': setup_environment() must run before "
                               "setup_module() (it starts torchft's manager)")
         dispatcher = StepDispatcher(module)
-        if not self.distributed:
-            return DistributedDataParallel(self.manager, dispatcher)
         device_ids = [self.root_device.index] if self.root_device.type == "cuda" else None
-        ddp = TorchDDP(dispatcher, device_ids=device_ids, find_unused_parameters=True)
+        group = None if self.distributed else ProcessGroupDummy(0, 1)
+        ddp = TorchDDP(dispatcher, device_ids=device_ids, process_group=group,
+                       find_unused_parameters=True)
         ddp.register_comm_hook(self, _group_then_replicas)
         return ddp
 
@@ -343,14 +376,22 @@ class TorchFTStrategy(ParallelStrategy):
 
 def _group_then_replicas(strategy, bucket):
     # (no annotations: DDP checks them, and this module's are strings)
-    """DDP comm hook of a group of several processes: average the bucket over the group's
-    process group, then over the replica groups of the quorum (torchft's ``Manager.allreduce``:
-    an error there is reported to the manager, which then votes the step down)."""
+    """DDP comm hook: average the bucket over the replica groups of the quorum (torchft's
+    ``Manager.allreduce``: an error there is reported to the manager, which then votes the step
+    down, and later buckets of the step are not sent), then over the group's own process group
+    (several processes).
+
+    Replicas first: torchft decides healing per group rank (at step 0 with ``init_sync`` it
+    spreads the recovery sources over the ranks, so one rank of a group may sit a step out while
+    another takes part). Each rank's replica allreduce gives the same result in every group;
+    averaging those over the group afterwards leaves every process of every group with the same
+    gradient (the other order would not)."""
     buffer = bucket.buffer()
-    dist.all_reduce(buffer)
-    buffer.div_(strategy.world_size)
     work = strategy.manager.allreduce(buffer)
     work.wait()
+    if strategy.distributed:
+        dist.all_reduce(buffer)
+        buffer.div_(strategy.world_size)
     done: torch.futures.Future[torch.Tensor] = torch.futures.Future()
     done.set_result(buffer)
     return done

@@ -23,7 +23,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 import fulmen
-from fulmen_torchft import StopAtCommittedSteps, TorchFTStrategy
+from fulmen_torchft import ReplicaSchedulers, StopAtCommittedSteps, TorchFTStrategy
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--api", choices=("lite", "trainer"), default="lite")
@@ -68,6 +68,11 @@ def optimizer_for(module: torch.nn.Module) -> torch.optim.Optimizer:
     return torch.optim.SGD(module.parameters(), lr=0.02, momentum=0.9)
 
 
+def scheduler_for(optimizer: torch.optim.Optimizer) -> torch.optim.lr_scheduler.LRScheduler:
+    # a rejoining group's scheduler must take its peer's count, or its learning rate differs
+    return torch.optim.lr_scheduler.StepLR(optimizer, step_size=7, gamma=0.9)
+
+
 def stepped(strategy: TorchFTStrategy, commits_before: int, loss: float) -> None:
     note(event="step", committed=strategy.committed_steps, participants=strategy.participants,
          ok=strategy.commits > commits_before, loss=loss)
@@ -84,7 +89,12 @@ if args.api == "lite":
     lite.launch()  # with devices > 1: the script runs once more per extra process
     if lite.world_size > 1:
         files["suffix"] = f".rank{lite.global_rank}"
-    model, optimizer = lite.setup(network(), optimizer_for(network()))
+    module = network()
+    raw_optimizer = optimizer_for(module)
+    scheduler = scheduler_for(raw_optimizer)
+    strategy.register_replica_state("lr_scheduler", scheduler.state_dict,
+                                    scheduler.load_state_dict)
+    model, optimizer = lite.setup(module, raw_optimizer)
     data = torch.Generator().manual_seed(1000 + 10 * group + lite.global_rank)
     note(event="start", pid=os.getpid())
     while strategy.committed_steps < target():
@@ -94,6 +104,7 @@ if args.api == "lite":
         lite.backward(loss)
         before = strategy.commits
         optimizer.step()
+        scheduler.step()
         stepped(strategy, before, loss.item())
 else:
     class Regression(fulmen.Module):
@@ -105,8 +116,10 @@ else:
             (x,) = batch
             return torch.nn.functional.mse_loss(self.net(x), x.sum(dim=1, keepdim=True))
 
-        def configure_optimizers(self) -> torch.optim.Optimizer:
-            return optimizer_for(self)
+        def configure_optimizers(self) -> Any:
+            optimizer = optimizer_for(self)
+            return {"optimizer": optimizer,
+                    "lr_scheduler": {"scheduler": scheduler_for(optimizer), "interval": "step"}}
 
     class Report(StopAtCommittedSteps):
         """Notes every step, and stops at the steps the test names."""
@@ -128,7 +141,8 @@ else:
 
     dataset = TensorDataset(torch.randn(4096, 8, generator=torch.Generator().manual_seed(7)))
     trainer = fulmen.Trainer(accelerator="cpu", devices=1, strategy=strategy, max_epochs=-1,
-                             max_steps=args.max_steps, callbacks=[Report(1)], logger=False,
+                             max_steps=args.max_steps, callbacks=[Report(1), ReplicaSchedulers()],
+                             logger=False,
                              enable_checkpointing=False, enable_progress_bar=False,
                              enable_model_summary=False)
     trainer.fit(Regression(), DataLoader(dataset, batch_size=16, shuffle=True))
