@@ -66,6 +66,7 @@ class EvaluationLoop:
             trainer.num_val_batches = counts
         else:
             trainer.num_test_batches = counts
+        trainer.run_state.dataloaders[kind] = loaders
         return loaders, counts
 
     def run_stage(self, stage: str, loaders: dict[str, Any],

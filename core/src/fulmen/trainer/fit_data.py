@@ -51,8 +51,8 @@ class FitData:
 
     @property
     def train_due(self) -> bool:
-        """The training loader is to be requested again before this epoch."""
-        return self._due(self._train_epoch)
+        """The training loader is to be requested (again) before this epoch."""
+        return self.train is None or self._due(self._train_epoch)
 
     def epoch_validates(self) -> bool:
         """The running epoch validates (``check_val_every_n_epoch``)."""
@@ -83,6 +83,7 @@ class FitData:
             raise ConfigurationError("the training dataloader is empty (0 batches): check the "
                                      "dataset length, batch_size and drop_last")
         self.train, self.n_batches = train, n_batches
+        trainer.run_state.dataloaders["train"] = [train]
         if trainer.loggers and n_batches < trainer.log_every_n_steps and \
                 not trainer.fast_dev_run:
             warnings.warn(  # Lightning's

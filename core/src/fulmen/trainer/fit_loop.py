@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from fulmen.errors import ConfigurationError
+from fulmen.errors import ConfigurationError, FulmenError
 from fulmen.seed import set_rng_states
 from fulmen.status import configure_logging
 from fulmen.trainer.batches import preserved_rng
@@ -77,12 +77,19 @@ class FitLoop:
         _check_manual_flags(trainer)
         # The data is requested after on_fit_start (as in Lightning: a tuner may change the
         # batch size), the validation loaders first when a sanity check runs.
-        fit_data = FitData(trainer, self.validation, loaders)
+        run = trainer.run_state
+        if trial or run.fit_data is None or run.trials:  # after a trial: its data may differ
+            fit_data = FitData(trainer, self.validation, loaders)
+        else:  # requested already (trainer.estimated_stepping_batches)
+            fit_data = run.fit_data
+        if not trial:
+            run.fit_data = fit_data
         trainer.run_state.loop_state = {}
         # Lightning: no sanity check when resuming (it would disturb the restored state)
         if not trial and trainer.num_sanity_val_steps and fit_data.validates and not restore:
             self._sanity_check(fit_data)
-        fit_data.setup_train()
+        if fit_data.train_due:
+            fit_data.setup_train()
         train, n_batches = fit_data.train, fit_data.n_batches
         _keep_sampler_seed(trainer, train, loop_state.get("sampler_seed"))
         if not n_batches or _limit_reached(trainer):
@@ -127,6 +134,21 @@ class FitLoop:
         hooks("on_train_end")
         if not trial:
             hooks("on_fit_end")
+
+    def training_data(self) -> FitData:
+        """The running fit's dataloaders, the training one requested now if it was not yet
+        (``trainer.estimated_stepping_batches`` in ``configure_optimizers``)."""
+        trainer = self.trainer
+        run = trainer.run_state
+        if trainer.state != "fit" or trainer.module is None:
+            raise FulmenError("the training dataloader is known inside trainer.fit only (read "
+                              "trainer.estimated_stepping_batches in configure_optimizers or a "
+                              "hook of fit)")
+        if run.fit_data is None:
+            run.fit_data = FitData(trainer, self.validation, run.stage_loaders)
+        if run.fit_data.train is None:
+            run.fit_data.setup_train()
+        return run.fit_data
 
     def _sanity_check(self, fit_data: FitData) -> None:
         """Lightning's sanity check: ``on_sanity_check_start``, the validation loaders

@@ -40,6 +40,7 @@ class PredictionLoop:
         if not any(counts):
             raise ConfigurationError("every predict dataloader is empty (0 batches)")
         trainer.num_predict_batches = counts
+        trainer.run_state.dataloaders["predict"] = found
         return found, counts
 
     def run(self, explicit: Any, return_predictions: bool = True) -> Any:

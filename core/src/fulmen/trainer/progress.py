@@ -88,6 +88,12 @@ class RunState:
     trials: int = 0
     #: ``trials`` when evaluation/predict last set their data up
     trials_seen: int = 0
+    #: the running fit's dataloaders (``fulmen.trainer.fit_data.FitData``), once requested:
+    #: by the fit loop, or earlier by ``trainer.estimated_stepping_batches``
+    fit_data: Any = None
+    #: the dataloaders each kind (``"train"``, ``"val"``, ``"test"``, ``"predict"``) last ran
+    #: with, as the strategy prepared them (``trainer.train_dataloader``...)
+    dataloaders: dict[str, list[Any]] = field(default_factory=dict)
 
     @property
     def data_changed(self) -> bool:

@@ -4,11 +4,13 @@ read through the Trainer's public state only."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from fulmen.kernel.selection import SelectionReport
+from fulmen.status import configure_logging
 
 if TYPE_CHECKING:
     from fulmen.api.logger import Logger
@@ -35,6 +37,11 @@ class TrainerProperties(SelectionReport):
     log_every_n_steps: int
     barebones: bool
     reload_dataloaders_every_n_epochs: int
+    max_epochs: int
+    max_steps: int
+    accumulate_grad_batches: int
+    num_training_batches: int | float
+    fit_loop: Any  # fulmen.trainer.fit_loop.FitLoop (not imported: it names the Trainer)
     optimization: Optimization
     metrics: Metrics
     run_state: RunState
@@ -157,6 +164,50 @@ class TrainerProperties(SelectionReport):
         Values a callback writes here (``trainer.callback_metrics.update(...)``, as Lightning's
         callbacks do) are kept, for ``ModelCheckpoint``/``EarlyStopping`` to monitor."""
         return self.metrics.callback_metrics()
+
+    @property
+    def estimated_stepping_batches(self) -> int | float:
+        """How many optimizer steps the fit will take (Lightning's estimate, for schedulers such
+        as ``OneCycleLR(total_steps=...)`` built in ``configure_optimizers``): the epoch's
+        batches over ``accumulate_grad_batches``, rounded up, times ``max_epochs``, at most
+        ``max_steps``. The training dataloader is requested now if the fit has not yet."""
+        if self.max_epochs == -1:
+            return math.inf if self.max_steps == -1 else self.max_steps
+        if self.run_state.fit_data is None or self.run_state.fit_data.train is None:
+            configure_logging().info(
+                "Loading `train_dataloader` to estimate number of stepping batches.")
+            self.fit_loop.training_data()
+        total = self.num_training_batches
+        if total == math.inf:
+            return self.max_steps
+        steps = math.ceil(total / self.accumulate_grad_batches) * max(self.max_epochs, 1)
+        return min(steps, self.max_steps) if self.max_steps != -1 else steps
+
+    def _dataloaders(self, kind: str) -> Any:
+        loaders = self.run_state.dataloaders.get(kind)
+        if not loaders:
+            return None
+        return loaders[0] if len(loaders) == 1 else loaders
+
+    @property
+    def train_dataloader(self) -> Any:
+        """The training dataloader the fit runs (as the strategy prepared it), None before."""
+        return self._dataloaders("train")
+
+    @property
+    def val_dataloaders(self) -> Any:
+        """The validation dataloader(s) last run (a list when there are several), or None."""
+        return self._dataloaders("val")
+
+    @property
+    def test_dataloaders(self) -> Any:
+        """The test dataloader(s) last run (a list when there are several), or None."""
+        return self._dataloaders("test")
+
+    @property
+    def predict_dataloaders(self) -> Any:
+        """The predict dataloader(s) last run (a list when there are several), or None."""
+        return self._dataloaders("predict")
 
     @property
     def should_update_logs(self) -> bool:

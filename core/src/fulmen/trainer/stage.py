@@ -57,6 +57,7 @@ def _run_stage(trainer: Trainer, doctor: HangDoctor, stage: str, model: Module,
     trainer.state, trainer.module, trainer.datamodule = stage, model, datamodule
     run = trainer.run_state
     run.stage_loaders, run.trials, run.trials_seen = loaders, 0, 0
+    run.fit_data = None
     trainer.should_stop = False
     run.start_time = time.monotonic()
     trainer.metrics.start_stage()
