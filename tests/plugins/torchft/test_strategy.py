@@ -139,3 +139,22 @@ def test_the_strategy_passes_the_conformance_kit() -> None:
     report = check(["torchft"], timeout=120)
     failures = [f"{r.clause}: {r.detail}" for r in report.results if r.status != "pass"]
     assert not failures, failures
+
+
+def test_replica_state_carries_what_is_registered() -> None:
+    """A peer's replica state loads the module, the optimizers and what was registered; a peer
+    that registered less is an error naming what is missing."""
+    strategy = TorchFTStrategy()
+    with pytest.raises(fulmen.ConfigurationError, match="name=''"):
+        strategy.register_replica_state("", dict, print)
+    with pytest.raises(fulmen.ConfigurationError, match="must be callables"):
+        strategy.register_replica_state("counter", {}, print)  # type: ignore[arg-type]
+    counter = {"seen": 0}
+    strategy.register_replica_state("counter", lambda: dict(counter), counter.update)
+    peer_state = {"module": {}, "optimizers": [], "extras": {"counter": {"seen": 7}}}
+    strategy.module = torch.nn.Identity()  # what setup_module sets (no parameters)
+    strategy.load_replica_state(peer_state)
+    assert counter == {"seen": 7}
+    assert strategy.replica_state()["extras"] == {"counter": {"seen": 7}}
+    with pytest.raises(fulmen.FulmenError, match="sent no 'counter' state"):
+        strategy.load_replica_state({**peer_state, "extras": {}})
