@@ -9,20 +9,26 @@ hands it (torchft's refuses closures): closure, then the commit vote, then the u
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from torchft.optim import OptimizerWrapper
 
-if TYPE_CHECKING:
-    from fulmen_torchft.strategy import TorchFTStrategy
+
+class CommitVote(Protocol):
+    """What the gate needs from the strategy (``TorchFTStrategy``): torchft's manager and the
+    step's vote."""
+
+    manager: Any
+
+    def commit_step(self) -> bool: ...
 
 
 class CommitGate(OptimizerWrapper):
     """Steps ``optimizer`` only when the step commits; ``param_groups``, ``state`` and the
     state dicts are the optimizer's own (torchft's wrapper)."""
 
-    def __init__(self, strategy: TorchFTStrategy, optimizer: torch.optim.Optimizer) -> None:
+    def __init__(self, strategy: CommitVote, optimizer: torch.optim.Optimizer) -> None:
         super().__init__(strategy.manager, optimizer)
         self.strategy = strategy
 
