@@ -10,6 +10,9 @@ Deliberate differences: none.
 
 from __future__ import annotations
 
+import re
+import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -232,3 +235,55 @@ def test_no_training_calls_no_train_start_or_end(tmp_path, case):
         trainer(tmp_path, max_epochs=1, limit_train_batches=1, limit_val_batches=0).fit(
             Model(), ckpt_path=tmp_path / "done.ckpt")
         assert events == ["on_fit_start", "on_fit_end"]
+
+
+@pytest.mark.parametrize("interval", ["00:00:00:01", {"seconds": 1}, timedelta(seconds=1)])
+def test_time_based_val_check_interval_forms(interval):
+    fit = fulmen.Trainer(val_check_interval=interval, **QUIET)
+    assert fit.val_check_time_interval == 1.0 and fit.val_check_interval is None
+
+
+def test_time_based_val_check_interval(tmp_path):
+    interval = "00:00:00:01"
+    """Lightning 2.6's ``val_check_interval`` as a duration: validation runs at the first batch
+    end at least that long after the last evaluation ended (or training started), and not at
+    the epoch's end otherwise; ModelCheckpoint then saves after validation only. (Lightning's
+    test counts calls of a patched ``time.monotonic``; here the steps take real time.)"""
+    ends: list[float] = []
+    starts: list[float] = []
+
+    class Model(Recorder):
+        def training_step(self, batch, batch_idx):
+            time.sleep(0.3)
+            return super().training_step(batch, batch_idx)
+
+        def on_train_start(self):
+            ends.append(time.monotonic())
+
+        def on_validation_start(self):
+            starts.append(time.monotonic())
+
+        def on_validation_end(self):
+            ends.append(time.monotonic())
+
+    model = Model()
+    trainer(tmp_path, max_epochs=1, limit_train_batches=8, limit_val_batches=1,
+            num_sanity_val_steps=0, val_check_interval=interval).fit(model)
+    assert 1 <= len(model.events) <= 3  # 8 x 0.3 s: about every 4th batch
+    for start, end in zip(starts, ends):
+        assert start - end >= 1.0
+
+    hourly = Recorder()
+    trainer(tmp_path, max_epochs=2, limit_train_batches=3, limit_val_batches=1,
+            num_sanity_val_steps=0, val_check_interval={"hours": 1}).fit(hourly)
+    assert hourly.events == []  # not at the epochs' ends either
+
+
+def test_time_based_val_check_interval_needs_a_duration_or_an_int_without_epochs():
+    with pytest.raises(ValueError, match=re.escape(
+            "`val_check_interval` should be an integer or a time-based duration (str "
+            "'DD:HH:MM:SS', datetime.timedelta, or dict kwargs for timedelta) when "
+            "`check_val_every_n_epoch=None`.")):
+        fulmen.Trainer(val_check_interval=0.5, check_val_every_n_epoch=None)
+    with pytest.raises(ValueError, match=r"val_check_interval='soon'\): use 'DD:HH:MM:SS'"):
+        fulmen.Trainer(val_check_interval="soon")

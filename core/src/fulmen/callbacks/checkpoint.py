@@ -328,6 +328,8 @@ class ModelCheckpoint(Callback):
     def _should_save_on_train_epoch_end(self, trainer: Any) -> bool:
         if self._save_on_train_epoch_end is not None:
             return self._save_on_train_epoch_end
+        if trainer.val_check_time_interval is not None:
+            return False  # validation by the clock: save when it ends (Lightning)
         if trainer.check_val_every_n_epoch != 1:
             return False
         if sum(trainer.num_val_batches) == 0:

@@ -40,6 +40,7 @@ class TrainerConfig:
     overfit_batches: int | float
     fast_dev_run: int
     val_check_interval: int | float | None
+    val_check_time_interval: float | None
     check_val_every_n_epoch: int | None
     num_sanity_val_steps: int
     accumulate_grad_batches: int
@@ -107,6 +108,10 @@ class TrainerConfig:
             optional=("benchmark", "deterministic", "replace_sampler_ddp"),
             also={"deterministic": ("warn",)})
         arguments.check_number("Trainer", "gradient_clip_val", gradient_clip_val, minimum=0)
+        val_check_time = None
+        if isinstance(val_check_interval, str | dict | timedelta):  # Lightning 2.6: a duration
+            val_check_time = parse_max_time(val_check_interval, "val_check_interval")
+            val_check_interval = None
         arguments.check_number("Trainer", "val_check_interval", val_check_interval)
         arguments.check_path("Trainer", "default_root_dir", default_root_dir)
         arguments.check_epochs("Trainer", min_epochs, max_epochs)
@@ -122,6 +127,12 @@ class TrainerConfig:
         check_int("check_val_every_n_epoch", check_val_every_n_epoch, minimum=1, optional=True)
         check_clipping_algorithm(gradient_clip_algorithm)
         check_val_check_interval(val_check_interval)
+        if isinstance(val_check_interval, float) and check_val_every_n_epoch is None:
+            raise ConfigurationError(  # Lightning's words
+                f"Trainer(val_check_interval={val_check_interval!r}, check_val_every_n_epoch="
+                "None): `val_check_interval` should be an integer or a time-based duration (str "
+                "'DD:HH:MM:SS', datetime.timedelta, or dict kwargs for timedelta) when "
+                "`check_val_every_n_epoch=None`.")
         fast_dev_run = check_fast_dev_run(fast_dev_run)
         limits = {kind: check_limit(f"limit_{kind}_batches", value) for kind, value in (
             ("train", limit_train_batches), ("val", limit_val_batches),
@@ -133,6 +144,7 @@ class TrainerConfig:
             limits = dict.fromkeys(limits, fast_dev_run)
             max_epochs, max_steps, num_sanity_val_steps, val_check_interval = \
                 1, fast_dev_run, 0, None
+            val_check_time = None
             logger, enable_checkpointing = False, False
         if max_epochs is None and max_steps == -1:
             max_epochs = 1000
@@ -142,7 +154,7 @@ class TrainerConfig:
             limit_train_batches=limits["train"], limit_val_batches=limits["val"],
             limit_test_batches=limits["test"], limit_predict_batches=limits["predict"],
             overfit_batches=overfit, fast_dev_run=fast_dev_run,
-            val_check_interval=val_check_interval,
+            val_check_interval=val_check_interval, val_check_time_interval=val_check_time,
             check_val_every_n_epoch=check_val_every_n_epoch,
             num_sanity_val_steps=num_sanity_val_steps,
             accumulate_grad_batches=accumulate_grad_batches,
@@ -280,23 +292,24 @@ def check_fast_dev_run(value: Any) -> int:
                              "batches")
 
 
-def parse_max_time(value: Any) -> float | None:
+def parse_max_time(value: Any, flag: str = "max_time") -> float | None:
+    """A duration in seconds: ``"DD:HH:MM:SS"``, a timedelta or timedelta's keywords."""
     if value is None:
         return None
     if isinstance(value, timedelta):
         if value.total_seconds() <= 0:
-            raise ConfigurationError(f"Trainer(max_time={value!r}): a time limit must be "
+            raise ConfigurationError(f"Trainer({flag}={value!r}): a time limit must be "
                                      "positive")
         return value.total_seconds()
     if isinstance(value, dict):
         try:
             seconds = timedelta(**value).total_seconds()
         except TypeError as exc:
-            raise ConfigurationError(f"Trainer(max_time={value!r}): {exc}; the keys are "
+            raise ConfigurationError(f"Trainer({flag}={value!r}): {exc}; the keys are "
                                      "datetime.timedelta's: days, hours, minutes, seconds, "
                                      "weeks") from None
         if seconds <= 0:
-            raise ConfigurationError(f"Trainer(max_time={value!r}): a time limit must be "
+            raise ConfigurationError(f"Trainer({flag}={value!r}): a time limit must be "
                                      "positive")
         return seconds
     if isinstance(value, str):
@@ -306,10 +319,10 @@ def parse_max_time(value: Any) -> float | None:
             total = timedelta(days=days, hours=hours, minutes=minutes,
                               seconds=seconds).total_seconds()
             if total <= 0:
-                raise ConfigurationError(f"Trainer(max_time={value!r}): a time limit must be "
+                raise ConfigurationError(f"Trainer({flag}={value!r}): a time limit must be "
                                          "positive (None for no limit)")
             return total
-    raise ConfigurationError(f"Trainer(max_time={value!r}): use 'DD:HH:MM:SS', a "
+    raise ConfigurationError(f"Trainer({flag}={value!r}): use 'DD:HH:MM:SS', a "
                              "datetime.timedelta or a dict like {'hours': 2}")
 
 

@@ -161,6 +161,9 @@ class TrainingEpochLoop:
             return True  # the end of a loader of unknown length
         if trainer.should_stop and minimum_reached(trainer):
             return True  # a stop asked for mid-epoch validates at that batch
+        if trainer.val_check_time_interval is not None:
+            return time.monotonic() - trainer.run_state.last_val_time >= \
+                trainer.val_check_time_interval
         if trainer.check_val_every_n_epoch is None:
             return (self.total + 1) % every == 0
         return (batch_idx + 1) % every == 0 if every < n_batches else last

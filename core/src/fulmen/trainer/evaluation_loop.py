@@ -4,6 +4,7 @@ inference mode, with the modes of the model put back afterwards."""
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -158,6 +159,7 @@ class EvaluationLoop:
             finished = trainer.metrics.finish(results)
         hooks.monitors(f"on_{prefix}_epoch_end")
         hooks(f"on_{prefix}_end")
+        run.last_val_time = time.monotonic()  # the clock of val_check_interval as a duration
         trainer.metrics.current = previous
         if overridden(module, f"{model_hook}_train"):
             getattr(module, f"{model_hook}_train")()

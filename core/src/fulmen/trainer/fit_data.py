@@ -7,6 +7,7 @@ sanity check's load counting for the first epoch only when that epoch validates)
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -93,8 +94,12 @@ class FitData:
                 stacklevel=4)
         if n_batches:
             self._train_epoch = trainer.current_epoch
-        self.val_every = val_interval(trainer, n_batches) if self.validates and n_batches \
-            else None
+        if trainer.val_check_time_interval is not None:  # validation by the clock
+            trainer.run_state.last_val_time = time.monotonic()
+            self.val_every = math.inf if self.validates and n_batches else None
+        else:
+            self.val_every = val_interval(trainer, n_batches) if self.validates and n_batches \
+                else None
 
     def val(self, sanity: bool = False) -> Loaders:
         """The validation loaders and their batch counts, requested on first use and again when

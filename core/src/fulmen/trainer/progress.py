@@ -79,6 +79,9 @@ class RunState:
     preemption: Any = None
     #: ``time.monotonic()`` when the running stage started (``max_time``)
     start_time: float = 0.0
+    #: ``time.monotonic()`` when the last evaluation ended, or training started (validation
+    #: every ``val_check_time_interval`` seconds)
+    last_val_time: float = 0.0
     #: ``global_step`` when the current training batch began
     steps_before_batch: int = 0
     #: the dataloaders the running stage was given (None: from the module or datamodule)

@@ -66,8 +66,9 @@ class Trainer(TrainerProperties):
         limit_predict_batches: batches per predict run: an int count or a float fraction.
         overfit_batches: train and validate on this many (or this fraction of) training batches,
             unshuffled.
-        val_check_interval: validate every this many training batches (int) or this fraction of
-            an epoch (float).
+        val_check_interval: validate every this many training batches (int), this fraction of
+            an epoch (float), or at the first batch end after this long since the last
+            validation (``"DD:HH:MM:SS"``, a timedelta or ``{"minutes": 30}``).
         check_val_every_n_epoch: validate every this many epochs (None: by val_check_interval
             only).
         num_sanity_val_steps: validation batches run before training (-1: all, 0: none;
@@ -130,7 +131,7 @@ class Trainer(TrainerProperties):
         limit_test_batches: int | float | None = None,
         limit_predict_batches: int | float | None = None,
         overfit_batches: int | float = 0.0,
-        val_check_interval: int | float | None = None,
+        val_check_interval: int | float | str | timedelta | dict[str, int] | None = None,
         check_val_every_n_epoch: int | None = 1,
         num_sanity_val_steps: int | None = None,
         fast_dev_run: int | bool = False,
@@ -198,6 +199,9 @@ class Trainer(TrainerProperties):
         self.overfit_batches = settings.overfit_batches
         self.fast_dev_run = settings.fast_dev_run
         self.val_check_interval = settings.val_check_interval
+        #: seconds between validations when ``val_check_interval`` was a duration
+        #: (``"DD:HH:MM:SS"``, a timedelta or its keywords), else None
+        self.val_check_time_interval = settings.val_check_time_interval
         self.check_val_every_n_epoch = settings.check_val_every_n_epoch
         self.num_sanity_val_steps = settings.num_sanity_val_steps
         self.accumulate_grad_batches = settings.accumulate_grad_batches
