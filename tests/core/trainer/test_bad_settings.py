@@ -14,7 +14,7 @@ TRAINER_CASES = [
     ({"accelerator": None}, "accelerator=None): give 'auto', a registered name"),
     ({"accelerator": ""}, "accelerator=''): give 'auto'"),
     ({"strategy": None}, "strategy=None): give 'auto'"),
-    ({"val_check_interval": "x"}, "val_check_interval='x'): use 'DD:HH:MM:SS', a datetime.timedelta"),
+    ({"val_check_interval": "x"}, "val_check_interval='x'): use 'DD:HH:MM:SS'"),
     ({"max_time": {"hour": 1}}, "the keys are datetime.timedelta's: days, hours, minutes"),
     ({"max_time": {"hours": -1}}, "a time limit must be positive"),
     ({"max_time": -5}, "max_time=-5): use 'DD:HH:MM:SS'"),
