@@ -54,6 +54,8 @@ def test_defaults_one_group_that_starts_its_own_lighthouse() -> None:
     assert (settings.replica_group_id, settings.num_replica_groups, settings.min_replicas) == \
         (0, 1, 1)
     assert settings.starts_lighthouse and settings.lighthouse_bind == "[::]:0"
+    assert (settings.join_timeout.total_seconds(), settings.heartbeat_timeout.total_seconds()) \
+        == (60, 5)  # torchft's lighthouse defaults
     three = TorchFTStrategy(num_replica_groups=3, replica_group_id=1, lighthouse_port=30000)
     assert three.settings.min_replicas == 2
     assert not three.settings.starts_lighthouse  # group 0 starts it; the others find it
@@ -72,6 +74,8 @@ def test_defaults_one_group_that_starts_its_own_lighthouse() -> None:
     ({"lighthouse_port": 70000}, ["lighthouse_port=70000", "1..65535"]),
     ({"timeout": 0}, ["timeout=0", "positive number of seconds"]),
     ({"heartbeat_timeout": -1}, ["heartbeat_timeout=-1"]),
+    ({"lighthouse": "http://lh:29510", "join_timeout": 5},
+     ["join_timeout=5 with lighthouse 'http://lh:29510'", "torchft_lighthouse --join_timeout_ms"]),
     ({"process_group": "nccl"}, ["process_group='nccl'", "'gloo', 'baby_gloo'"]),
     ({"async_quorum": "yes"}, ["async_quorum='yes'", "True or False"]),
 ])

@@ -26,6 +26,7 @@ ENV_NUM_GROUPS = "NUM_REPLICA_GROUPS"
 ENV_LIGHTHOUSE = "TORCHFT_LIGHTHOUSE"
 ENV_LIGHTHOUSE_PORT = "TORCHFT_LIGHTHOUSE_PORT"
 DEFAULT_LIGHTHOUSE_PORT = 29510
+DEFAULT_JOIN, DEFAULT_HEARTBEAT = 60.0, 5.0  # torchft's lighthouse defaults (seconds)
 _ADDRESS = re.compile(r"^https?://[^\s/:]+(:\d{1,5})?/?$|^https?://\[[0-9a-fA-F:.]+\](:\d{1,5})?/?$")
 
 
@@ -80,8 +81,8 @@ class ReplicaSettings:
     def resolve(cls, *, replica_group_id: int | None, num_replica_groups: int | None,
                 min_replicas: int | None, lighthouse: str | None,
                 lighthouse_port: int | None, timeout: float | timedelta,
-                quorum_timeout: float | timedelta, join_timeout: float | timedelta,
-                heartbeat_timeout: float | timedelta,
+                quorum_timeout: float | timedelta, join_timeout: float | timedelta | None,
+                heartbeat_timeout: float | timedelta | None,
                 environ: Mapping[str, str] | None = None) -> ReplicaSettings:
         """Arguments first, then the environment, then defaults; every problem in one error."""
         env = os.environ if environ is None else environ
@@ -119,10 +120,20 @@ class ReplicaSettings:
             problems.append(f"{source}={address!r}: torchft's lighthouse address looks like "
                             "'http://host:29510' (scheme, host and port); leave it unset to "
                             "have one started for you")
+        if address is not None:
+            for name, value in (("join_timeout", join_timeout),
+                                ("heartbeat_timeout", heartbeat_timeout)):
+                if value is not None:
+                    problems.append(
+                        f"{name}={value!r} with lighthouse {address!r}: it configures the "
+                        "lighthouse fulmen starts when none is given; yours takes it on its "
+                        f"command line (torchft_lighthouse --{name}_ms ...)")
         durations = {}
         for name, value in (("timeout", timeout), ("quorum_timeout", quorum_timeout),
-                            ("join_timeout", join_timeout),
-                            ("heartbeat_timeout", heartbeat_timeout)):
+                            ("join_timeout", DEFAULT_JOIN if join_timeout is None
+                             else join_timeout),
+                            ("heartbeat_timeout", DEFAULT_HEARTBEAT if heartbeat_timeout is None
+                             else heartbeat_timeout)):
             durations[name] = _duration(name, value, problems)
         if problems:
             raise ConfigurationError("TorchFTStrategy: " + "; ".join(problems))

@@ -52,7 +52,8 @@ class TorchFTStrategy(ParallelStrategy):
     localhost). ``timeout``: collectives, commit votes and weight transfers;
     ``quorum_timeout``: waiting for ``min_replicas`` groups; ``join_timeout`` and
     ``heartbeat_timeout``: the lighthouse started for you (how long it waits for the previous
-    quorum's groups, and after how long without heartbeats a group is left out).
+    quorum's groups, and after how long without heartbeats a group is left out; torchft's 60 s
+    and 5 s unless given; with ``lighthouse=`` they belong to ``torchft_lighthouse``).
     ``async_quorum``: compute the quorum while the forward runs (torchft's default; a group
     that heals sits one step out). ``process_group``: ``"gloo"`` (torchft's ``ProcessGroupGloo``)
     or ``"baby_gloo"`` (``ProcessGroupBabyGloo``: gloo in a subprocess, which a hung peer cannot
@@ -66,8 +67,8 @@ class TorchFTStrategy(ParallelStrategy):
                  num_replica_groups: int | None = None, lighthouse: str | None = None,
                  lighthouse_port: int | None = None, timeout: float | timedelta = 60.0,
                  quorum_timeout: float | timedelta = 60.0,
-                 join_timeout: float | timedelta = 60.0,
-                 heartbeat_timeout: float | timedelta = 5.0, async_quorum: bool = True,
+                 join_timeout: float | timedelta | None = None,
+                 heartbeat_timeout: float | timedelta | None = None, async_quorum: bool = True,
                  process_group: str = "gloo", process_group_backend: str | None = None,
                  rendezvous_timeout: float | timedelta | None = None) -> None:
         #: where this group stands in the job (validated here; see ReplicaSettings)
