@@ -129,6 +129,15 @@ class Lite(SelectionReport):
         gpus: Any = None,
         tpu_cores: Any = None,
     ) -> None:
+        if any(k.startswith("LT_") for k in os.environ):  # set by Fabric's command line
+            from fulmen.dropin import fabric_env
+
+            settings = fabric_env.arguments_from_env(
+                accelerator=accelerator, strategy=strategy, devices=devices,
+                num_nodes=num_nodes, precision=precision)
+            accelerator, strategy, devices = (settings["accelerator"], settings["strategy"],
+                                              settings["devices"])
+            num_nodes, precision = settings["num_nodes"], settings["precision"]
         arguments.check_selection("Lite", accelerator=accelerator, strategy=strategy,
                                   devices=devices)
         quick_exit.install()

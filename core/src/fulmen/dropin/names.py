@@ -100,6 +100,9 @@ MODULES: dict[str, ModuleMap] = {
     "lightning.pytorch.utilities.apply_func": ModuleMap(("fulmen.utilities.apply_func",)),
     "lightning.pytorch.demos": ModuleMap(("fulmen.demos",)),
     "lightning.pytorch.demos.boring_classes": ModuleMap(("fulmen.demos.boring_classes",)),
+    "lightning.pytorch.demos.transformer": ModuleMap(("fulmen.demos.transformer",)),
+    "lightning.pytorch.demos.lstm": ModuleMap(("fulmen.demos.lstm",)),
+    "lightning.pytorch.demos.mnist_datamodule": ModuleMap(("fulmen.demos.mnist_datamodule",)),
     # ------------------------------------------------------------------ lightning.fabric
     "lightning.fabric": ModuleMap(
         names={**_FABRIC, "is_wrapped": "fulmen.lite_wrappers:is_wrapped"}),

@@ -38,8 +38,13 @@ class Metrics:
         self.eval_batches_seen: dict[tuple[str, int], int] = {}
 
     def start_stage(self) -> None:
-        """A stage begins: no callback metrics or evaluation step counts carry over."""
+        """A stage begins: no callback, logged or progress-bar metrics and no evaluation step
+        counts carry over (Lightning resets them when a stage starts: ``trainer.test`` after
+        ``fit`` reports only what the test logged)."""
         self.values.clear()
+        self.train = None
+        self.logged = {}
+        self.prog_bar_names = set()
         self.eval_batches_seen = {}
 
     def new_results(self, stage: str) -> Results:

@@ -90,6 +90,8 @@ class LoggedValue:
     metric: Any = None  # a torchmetrics.Metric, computed at epoch end
     values: list[torch.Tensor] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)
+    #: values[0] is a running sum already weighted by its sizes[0] (after a fold)
+    carried: bool = False
 
     def __post_init__(self) -> None:
         both = self.on_step and self.on_epoch  # Lightning: "loss_step/dataloader_idx_0"
@@ -102,15 +104,32 @@ class LoggedValue:
         self.values.append(value)
         self.sizes.append(size)
         if len(self.values) >= _FOLD_AT:
-            folded = self.reduce(self.values, self.sizes)
-            self.values, self.sizes = [folded], [sum(self.sizes)]
+            if self.reduce_fx in ("mean", "sum"):
+                folded = self._running_sum()
+            else:
+                folded = self.reduce()
+            self.values, self.sizes, self.carried = [folded], [sum(self.sizes)], True
 
-    def reduce(self, values: list[torch.Tensor], sizes: list[int]) -> torch.Tensor:
-        stacked = torch.stack([v.float() for v in values])
+    def _running_sum(self) -> torch.Tensor:
+        """Lightning's accumulation, one addition per logged value in the order logged (value
+        times batch size for a mean), so the epoch value has the same bits as Lightning's."""
+        total: torch.Tensor | None = None
+        for i, (value, size) in enumerate(zip(self.values, self.sizes, strict=True)):
+            if value.dtype not in (torch.float32, torch.float64):
+                value = value.float()
+            if self.reduce_fx == "mean" and not (self.carried and i == 0):
+                value = value * size
+            total = value if total is None else total + value
+        assert total is not None
+        return total
+
+    def reduce(self) -> torch.Tensor:
+        """The reduction of what was logged this epoch."""
         if self.reduce_fx == "mean":
-            weights = torch.tensor(sizes, dtype=stacked.dtype, device=stacked.device)
-            return (stacked * weights).sum() / weights.sum()
-        return getattr(stacked, self.reduce_fx)()
+            return self._running_sum() / sum(self.sizes)
+        if self.reduce_fx == "sum":
+            return self._running_sum()
+        return getattr(torch.stack([v.float() for v in self.values]), self.reduce_fx)()
 
     def epoch_value(self) -> torch.Tensor | None:
         """The epoch's reduction; the accumulation is consumed (a second call gives None
@@ -123,8 +142,8 @@ class LoggedValue:
             return torch.as_tensor(value).detach()
         if not self.values:
             return None
-        value = self.reduce(self.values, self.sizes)
-        self.values, self.sizes = [], []
+        value = self.reduce()
+        self.values, self.sizes, self.carried = [], [], False
         return value
 
 
@@ -234,6 +253,7 @@ class Results:
         saved = self._pending.pop(f"{entry.hook}|{entry.name}", None)
         if saved is not None:
             entry.values, entry.sizes = list(saved["values"]), list(saved["sizes"])
+            entry.carried = bool(saved.get("carried", False))
         return entry
 
     def _as_tensor(self, name: str, value: Any) -> torch.Tensor:
@@ -279,7 +299,8 @@ class Results:
 
     def state_dict(self) -> dict[str, Any]:
         """Epoch accumulations, for a mid-epoch checkpoint."""
-        return {f"{e.hook}|{e.name}": {"values": list(e.values), "sizes": list(e.sizes)}
+        return {f"{e.hook}|{e.name}": {"values": list(e.values), "sizes": list(e.sizes),
+                                       "carried": e.carried}
                 for e in self.entries.values() if e.on_epoch and e.metric is None}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
