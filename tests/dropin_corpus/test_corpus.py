@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -54,16 +55,24 @@ CLI_FAST = ("--trainer.max_epochs=2", "--trainer.limit_train_batches=8",
 
 CORPUS = {s.name: s for s in [
     Script("pt_bug_report"),
+    Script("pt_datamodule_tutorial", (), ("--strategy", "ddp", "--devices", "2")),
     Script("pt_autoencoder", CLI_FAST, DDP_TRAINER),
     Script("pt_backbone_classifier", CLI_FAST, DDP_TRAINER),
     Script("pt_transformer"),
+    Script("pt_finetuning", ("fit", "--trainer.max_epochs=4", "--finetuning.milestones=[1,2]",
+                             "--data.batch_size=8", "--trainer.limit_train_batches=4",
+                             "--trainer.limit_val_batches=2",
+                             "--trainer.enable_progress_bar=false"), DDP_TRAINER),
     Script("pt_gan"),
     Script("pt_dqn"),
     Script("fabric_image_classifier", ("--epochs", "2", "--batch-size", "50"), (), fabric=True),
     Script("fabric_kfold_cv", ("--epochs", "1", "--folds", "3", "--batch-size", "100"), (),
            fabric=True),
-    Script("fabric_dcgan", (), (), fabric=True),
+    Script("fabric_dcgan"),  # Fabric(devices=1) in the script: no DDP run
     Script("fabric_language_model"),
+    # two processes of their own (tensor_parallel_size=2 on the CPU)
+    Script("fabric_tensor_parallel/train"),
+    Script("pytorch_tensor_parallel/train"),
 ]}
 #: in `make test`: a Trainer script, a Fabric script, the manual-optimization GAN, and DDP
 QUICK = {("pt_bug_report", False), ("fabric_image_classifier", False), ("pt_gan", False),
@@ -110,9 +119,8 @@ def run(script: Script, ddp: bool, how: str, root: Path) -> dict[str, dict[str, 
                           env=_env(extra))
     assert done.returncode == 0, f"{how} {script.name}:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
     reports: dict[str, dict[str, object]] = {}
-    for line in done.stdout.splitlines():
-        if line.startswith("CORPUS "):
-            _, rank, payload = line.split(" ", 2)
+    for rank, payload in re.findall(r"CORPUS (\d+) (\{[^{}]*\})", done.stdout):
+        if True:
             reports.setdefault(rank, {}).update(
                 {f"{k}#{len(reports.get(rank, {}))}" if k in reports.get(rank, {}) else k: v
                  for k, v in json.loads(payload).items()})
@@ -143,7 +151,7 @@ def _cases(quick: bool) -> list[object]:
             if (name, ddp) in DIFFERENT:
                 marks.append(pytest.mark.xfail(reason=DIFFERENT[name, ddp], strict=True))
             cases.append(pytest.param(name, ddp, marks=marks,
-                                      id=f"{name}-{'ddp2' if ddp else 'single'}"))
+                                      id=f"{name.replace('/', '-')}-{'ddp2' if ddp else 'single'}"))
     return cases
 
 

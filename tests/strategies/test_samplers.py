@@ -24,9 +24,12 @@ def indices(loader: DataLoader) -> list[int]:
     return [int(i) for (batch,) in loader for i in batch]
 
 
-@pytest.mark.parametrize(("shuffle", "kind"), [(True, True), (False, False)])
-def test_shuffle_follows_the_users_sampler(shuffle, kind):
-    loaders = [distribute(DataLoader(DATA, batch_size=2, shuffle=shuffle), "train", 2, r)
+@pytest.mark.parametrize(("stage", "shuffle", "kind"), [
+    ("lite", True, True), ("lite", False, False), ("val", True, True), ("val", False, False),
+    # Lightning's Trainer shuffles its training data across ranks even when the loader did not
+    ("train", True, True), ("train", False, True)])
+def test_shuffle_follows_the_users_sampler(stage, shuffle, kind):
+    loaders = [distribute(DataLoader(DATA, batch_size=2, shuffle=shuffle), stage, 2, r)
                for r in (0, 1)]
     assert all(isinstance(d.sampler, DistributedSampler) for d in loaders)
     assert loaders[0].sampler.shuffle is kind

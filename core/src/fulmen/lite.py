@@ -422,7 +422,7 @@ class Lite(SelectionReport):
             if not isinstance(loader, torch.utils.data.DataLoader):
                 raise ConfigurationError(f"lite.setup_dataloaders got a {type(loader).__name__}; "
                                          "it takes torch.utils.data.DataLoader objects")
-            loader = self.strategy.process_dataloader(loader, "train", use_distributed_sampler)
+            loader = self.strategy.process_dataloader(loader, "lite", use_distributed_sampler)
             from fulmen.trainer.data import seed_workers
 
             seed_workers(loader, self.global_rank)
@@ -556,10 +556,16 @@ class Lite(SelectionReport):
     def init_module(self, empty_init: bool | None = None) -> Iterator[None]:
         """Create parameters directly on the device, in the precision's dtype.
         ``empty_init=True`` skips the initialisation of weights that a checkpoint will
-        overwrite anyway (faster for large models)."""
+        overwrite anyway (faster for large models); under a strategy that materialises each
+        rank's shard after parallelising (``model_parallel``), the model is built on its
+        ``module_init_context`` (the meta device) and ``setup`` runs each submodule's
+        ``reset_parameters``, as in Fabric."""
         self._require_launched("init_module")
         skip = EmptyInit() if empty_init else contextlib.nullcontext()
-        with torch.device(self.device), self.strategy.precision.module_init_context(), skip:
+        where = (self.strategy.module_init_context() if empty_init
+                 else contextlib.nullcontext())
+        with torch.device(self.device), self.strategy.precision.module_init_context(), skip, \
+                where:
             yield
 
     @contextlib.contextmanager

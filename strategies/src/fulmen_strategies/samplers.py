@@ -91,9 +91,12 @@ def agreed_seed(loader: Any, strategy: Any) -> int | None:
 
 def distribute(loader: Any, stage: str, num_replicas: int, rank: int,
                seed: int | None = None) -> Any:
-    """A copy of ``loader`` whose sampler gives this rank its shard, shuffled (when it is) with
-    ``seed`` (default: the global seed, ``FULMEN_GLOBAL_SEED``), which must be the same on
-    every rank."""
+    """A copy of ``loader`` whose sampler gives this rank its shard, shuffled with ``seed``
+    (default: the global seed, ``FULMEN_GLOBAL_SEED``), which must be the same on every rank.
+    As in Lightning, the Trainer's training data (``stage="train"``) is always shuffled, also
+    when the loader was not (and the indices of a custom sampler too); evaluation data and
+    ``Lite.setup_dataloaders`` (``stage="lite"``, as Fabric) are shuffled when the loader's
+    sampler is a ``RandomSampler``."""
     if not isinstance(loader, DataLoader):
         return loader
     if isinstance(loader.dataset, IterableDataset):
@@ -119,10 +122,11 @@ def distribute(loader: Any, stage: str, num_replicas: int, rank: int,
     if stage == "predict":
         sampler = UnrepeatedDistributedSampler(loader.dataset, shuffle=False, **options)
     elif isinstance(inner, RandomSampler | SequentialSampler):
-        sampler = DistributedSampler(loader.dataset, shuffle=isinstance(inner, RandomSampler),
-                                     **options)
+        sampler = DistributedSampler(
+            loader.dataset, shuffle=stage == "train" or isinstance(inner, RandomSampler),
+            **options)
     else:
-        sampler = DistributedSamplerWrapper(inner, shuffle=False,  # type: ignore[arg-type]
+        sampler = DistributedSamplerWrapper(inner, shuffle=stage == "train",  # type: ignore[arg-type]
                                             **options)
     return rebuild(loader, sampler)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from typing import Any
 
 import torch
@@ -47,4 +48,7 @@ def report(trainer: Any = None, model: torch.nn.Module | None = None, rank: int 
     out.update({k: _number(v) for k, v in values.items()})
     if trainer is not None:
         rank = trainer.global_rank
-    print(f"CORPUS {rank if rank is not None else os.environ.get('RANK', '0')} {json.dumps(out, sort_keys=True)}", flush=True)
+    rank = rank if rank is not None else os.environ.get("RANK", "0")
+    # one write per line: the ranks of a job share the pipe
+    sys.stdout.write(f"CORPUS {rank} {json.dumps(out, sort_keys=True)}\n")
+    sys.stdout.flush()

@@ -107,6 +107,37 @@ class SaveConfigCallback(Callback):
         log.info("config saved to %s", path)
 
 
+class LightningArgumentParser(ArgumentParser):
+    """jsonargparse's parser with Lightning's ``add_lightning_class_args``: a callback class's
+    arguments under ``nested_key`` (``--finetuning.milestones``), the callback built and added
+    to the Trainer's callbacks after the configured ones, as LightningCLI does."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: the keys whose values are callbacks for the Trainer
+        self.callback_keys: list[str] = []
+
+    def add_lightning_class_args(self, lightning_class: Any, nested_key: str,
+                                 subclass_mode: bool = False, required: bool = True
+                                 ) -> list[str]:
+        """Add ``lightning_class``'s arguments under ``nested_key``; a ``Callback`` (class or
+        subclass mode) is added to the Trainer's callbacks."""
+        is_callback = isinstance(lightning_class, type) and issubclass(lightning_class,
+                                                                        Callback)
+        if not (callable(lightning_class) and (is_callback or isinstance(lightning_class,
+                                                                        type))):
+            raise ConfigurationError(
+                f"add_lightning_class_args({lightning_class!r}, {nested_key!r}): expected a "
+                "class (a Callback, Module or DataModule subclass)")
+        if is_callback:
+            self.callback_keys.append(nested_key)
+        if subclass_mode:
+            return self.add_subclass_arguments(lightning_class, nested_key, fail_untyped=False,
+                                               required=required)
+        return self.add_class_arguments(lightning_class, nested_key, fail_untyped=False,
+                                        sub_configs=True)
+
+
 class FulmenCLI:
     """Build the model, data and Trainer from config files and flags, and run a stage.
 
@@ -145,7 +176,7 @@ class FulmenCLI:
                  trainer_defaults: dict[str, Any] | None = None,
                  seed_everything_default: bool | int = True,
                  parser_kwargs: dict[str, Any] | None = None,
-                 parser_class: type[ArgumentParser] = ArgumentParser,
+                 parser_class: type[ArgumentParser] = LightningArgumentParser,
                  subclass_mode_model: bool = False, subclass_mode_data: bool = False,
                  args: list[str] | None = None, run: bool = True,
                  auto_configure_optimizers: bool = True) -> None:
@@ -355,6 +386,13 @@ class FulmenCLI:
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
         flags = {k: v for k, v in vars(self.config_init.trainer).items()}
         flags = {**flags, **kwargs}
+        parser = self.parser if self.subcommand is None else self.stage_parsers[self.subcommand]
+        keys = parser.callback_keys if isinstance(parser, LightningArgumentParser) else []
+        from_keys = [self.config_init[key] for key in keys]  # add_lightning_class_args
+        if from_keys:
+            given = flags.get("callbacks")
+            flags["callbacks"] = ([] if given is None else list(given) if isinstance(
+                given, list | tuple) else [given]) + from_keys
         extra = self.trainer_defaults.get("callbacks")
         if extra is not None:  # LightningCLI: default callbacks (instances) come on top
             given = flags.get("callbacks")

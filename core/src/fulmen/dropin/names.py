@@ -73,7 +73,7 @@ MODULES: dict[str, ModuleMap] = {
         names={"LightningCLI": "fulmen.cli:FulmenCLI",
                "SaveConfigCallback": "fulmen.cli:SaveConfigCallback",
                "ReduceLROnPlateau": "fulmen.cli.stages:ReduceLROnPlateau",
-               "LightningArgumentParser": "jsonargparse:ArgumentParser"}),
+               "LightningArgumentParser": "fulmen.cli.stages:LightningArgumentParser"}),
     # Lightning 1.x homes of names that moved
     "lightning.pytorch.utilities.cli": ModuleMap(
         names={"LightningCLI": "fulmen.cli:FulmenCLI",

@@ -359,8 +359,11 @@ class Trainer(TrainerProperties):
                            "instantiate your model inside the `Module.configure_model` hook "
                            "instead")
         skip = EmptyInit() if empty_init else contextlib.nullcontext()
+        # empty_init under model_parallel: the meta device, materialised at setup (Lightning)
+        where = (self.strategy.module_init_context() if empty_init
+                 else contextlib.nullcontext())
         with skip, torch.device(self.strategy.root_device), \
-                self.strategy.precision.module_init_context():
+                self.strategy.precision.module_init_context(), where:
             yield
 
     def print(self, *args: Any, **kwargs: Any) -> None:

@@ -274,7 +274,7 @@ class DeepSpeedStrategy(ParallelStrategy):
 
     def process_dataloader(self, dataloader: Any, stage: str, use_distributed_sampler: bool
                            ) -> Any:
-        if stage == "train" and self.engine is not None and not self._batch_size_set:
+        if stage in ("train", "lite") and self.engine is not None and not self._batch_size_set:
             size = getattr(dataloader, "batch_size", None)
             if isinstance(size, int):
                 self.deepspeed_config(batch_size=size)  # raises on a contradiction

@@ -141,7 +141,7 @@ class ModelParallelStrategy(FSDPStrategy):
     def process_dataloader(self, dataloader: Any, stage: str, use_distributed_sampler: bool
                            ) -> Any:
         dp = self.data_parallel_size
-        if not use_distributed_sampler or dp == 1:
+        if not use_distributed_sampler:  # one data-parallel group still gets Lightning's sampler
             return dataloader
         return samplers.distribute(dataloader, stage, dp, self.data_parallel_rank,
                                    samplers.agreed_seed(dataloader, self))
