@@ -21,7 +21,10 @@ import torch.nn.functional as F
 ENV = {"PL_USE_MOCKED_MNIST": "1"}
 
 
-def digits_mnist(train_rows: int = 2000, test_rows: int = 500) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
+Split = tuple[torch.Tensor, torch.Tensor]
+
+
+def digits_mnist(train_rows: int = 2000, test_rows: int = 500) -> tuple[Split, Split]:
     from sklearn.datasets import load_digits
 
     digits = load_digits()

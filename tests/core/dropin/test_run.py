@@ -123,11 +123,15 @@ def test_bad_command_lines(tmp_path: Path) -> None:
 
 
 def test_other_processes_are_left_alone(tmp_path: Path) -> None:
-    """Without fulmen run, ``import lightning`` is whatever the environment has (here none);
-    the boot folder alone, without the variable, installs nothing."""
+    """Without fulmen run, ``import lightning`` is whatever the environment has (the real
+    package where it is installed, as in the dev environment: tests/dropin_corpus uses it, and
+    checks the served and the real names side by side); the boot folder alone, without the
+    variable, installs nothing."""
     from fulmen.dropin.run import BOOT
 
-    code = "import importlib.util, sys; print(importlib.util.find_spec('lightning') is None)"
+    code = ("import importlib.util, sys; s = importlib.util.find_spec('lightning'); "
+            "print(s is None or not isinstance(s.loader, __import__('fulmen.dropin.finder')"
+            ".dropin.finder.AliasLoader))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**_env(), "PYTHONPATH": str(BOOT)})
     assert done.stdout.strip() == "True", done.stderr

@@ -271,7 +271,8 @@ class Strategy(Named, ABC):
     def process_dataloader(self, dataloader: Any, stage: str, use_distributed_sampler: bool
                            ) -> Any:
         """Adapt a dataloader (a distributed sampler...). ``stage`` is the Trainer's ``"train"``,
-        ``"val"``, ``"test"`` or ``"predict"``, or ``"lite"`` for ``Lite.setup_dataloaders``. Default: unchanged."""
+        ``"val"``, ``"test"`` or ``"predict"``, or ``"lite"`` for ``Lite.setup_dataloaders``.
+        Default: unchanged."""
         return dataloader
 
     def batch_to_device(self, batch: Any, device: torch.device | None = None) -> Any:

@@ -7,7 +7,6 @@ https://github.com/pytorch/examples/blob/main/word_language_model
 """
 
 from collections.abc import Iterator, Sized
-from typing import Optional
 
 import torch
 import torch.nn as nn
@@ -16,9 +15,8 @@ from torch import Tensor
 from torch.optim import Optimizer
 from torch.utils.data import DataLoader, Sampler
 
-from fulmen.module import Module as LightningModule
 from fulmen.demos.transformer import WikiText2
-
+from fulmen.module import Module as LightningModule
 
 __all__ = ["LightningLSTM", "SequenceSampler", "SimpleLSTM"]
 
@@ -47,7 +45,7 @@ class SimpleLSTM(nn.Module):
         output, hidden = self.rnn(emb, hidden)
         output = self.drop(output)
         decoded = self.decoder(output).view(-1, self.vocab_size)
-        return F.log_softmax(decoded, dim=1), hidden
+        return F.log_softmax(decoded, dim=1), hidden  # type: ignore[return-value]
 
     def init_hidden(self, batch_size: int) -> tuple[Tensor, Tensor]:
         weight = next(self.parameters())
@@ -77,7 +75,7 @@ class LightningLSTM(LightningModule):
     def __init__(self, vocab_size: int = 33278):
         super().__init__()
         self.model = SimpleLSTM(vocab_size=vocab_size)
-        self.hidden: Optional[tuple[Tensor, Tensor]] = None
+        self.hidden: tuple[Tensor, Tensor] | None = None
 
     def on_train_epoch_end(self) -> None:
         self.hidden = None

@@ -14,12 +14,12 @@
 # limitations under the License.
 import logging
 import os
-import sys
 import random
+import sys
 import time
 import urllib.request
-from collections.abc import Sized
-from typing import Any, Callable, Optional, Union
+from collections.abc import Callable, Sized
+from typing import Any
 from urllib.error import HTTPError
 from warnings import warn
 
@@ -102,7 +102,7 @@ class _MNIST(Dataset):
         for url in self.RESOURCES:
             logging.info(f"Downloading {url}")
             fpath = os.path.join(data_folder, os.path.basename(url))
-            urllib.request.urlretrieve(url, fpath)  # noqa: S310
+            urllib.request.urlretrieve(url, fpath)
 
     @staticmethod
     def _try_load(path_data: str, trials: int = 30, delta: float = 1.0) -> tuple[Tensor, Tensor]:
@@ -116,7 +116,7 @@ class _MNIST(Dataset):
             # todo: specify the possible exception
             except Exception as ex:
                 exception = ex
-                time.sleep(delta * random.random())  # noqa: S311
+                time.sleep(delta * random.random())
             else:
                 break
         assert res is not None
@@ -126,9 +126,9 @@ class _MNIST(Dataset):
         return res
 
     @staticmethod
-    def normalize_tensor(tensor: Tensor, mean: Union[int, float] = 0.0, std: Union[int, float] = 1.0) -> Tensor:
-        mean = torch.as_tensor(mean, dtype=tensor.dtype, device=tensor.device)
-        std = torch.as_tensor(std, dtype=tensor.dtype, device=tensor.device)
+    def normalize_tensor(tensor: Tensor, mean: int | float = 0.0, std: int | float = 1.0) -> Tensor:
+        mean = torch.as_tensor(mean, dtype=tensor.dtype, device=tensor.device)  # type: ignore[assignment]
+        std = torch.as_tensor(std, dtype=tensor.dtype, device=tensor.device)  # type: ignore[assignment]
         return tensor.sub(mean).div(std)
 
 
@@ -247,7 +247,7 @@ class MNISTDataModule(LightningDataModule):
         )
 
     @property
-    def default_transforms(self) -> Optional[Callable]:
+    def default_transforms(self) -> Callable | None:
         if not _TORCHVISION_AVAILABLE:
             return None
 

@@ -9,7 +9,6 @@ https://github.com/pytorch/examples/blob/main/word_language_model
 import math
 import os
 from pathlib import Path
-from typing import Optional
 
 import torch
 import torch.nn as nn
@@ -20,14 +19,13 @@ from torch.utils.data import DataLoader, Dataset
 
 from fulmen.module import Module as LightningModule
 
-
 __all__ = ["Dictionary", "LightningTransformer", "PositionalEncoding", "Transformer", "WikiText2",
            "tokenize"]
 
 
 if hasattr(MultiheadAttention, "_reset_parameters") and not hasattr(MultiheadAttention, "reset_parameters"):
     # See https://github.com/pytorch/pytorch/issues/107909
-    MultiheadAttention.reset_parameters = MultiheadAttention._reset_parameters
+    MultiheadAttention.reset_parameters = MultiheadAttention._reset_parameters  # type: ignore[attr-defined]
 
 
 class Transformer(nn.Module):
@@ -56,7 +54,7 @@ class Transformer(nn.Module):
 
         self.ninp = ninp
         self.vocab_size = vocab_size
-        self.src_mask: Optional[Tensor] = None
+        self.src_mask: Tensor | None = None
 
     def generate_square_subsequent_mask(self, size: int) -> Tensor:
         """Generate a square mask for the sequence to prevent future tokens from being seen."""
@@ -64,7 +62,7 @@ class Transformer(nn.Module):
         mask = mask.float().masked_fill(mask == 1, float("-inf")).masked_fill(mask == 0, 0.0)
         return mask
 
-    def forward(self, inputs: Tensor, target: Tensor, mask: Optional[Tensor] = None) -> Tensor:
+    def forward(self, inputs: Tensor, target: Tensor, mask: Tensor | None = None) -> Tensor:
         _, t = inputs.shape
 
         # Generate source mask to prevent future token leakage
@@ -90,7 +88,7 @@ class PositionalEncoding(nn.Module):
         self.dropout = nn.Dropout(p=dropout)
         self.dim = dim
         self.max_len = max_len
-        self.pe: Optional[Tensor] = None
+        self.pe: Tensor | None = None
 
     def forward(self, x: Tensor) -> Tensor:
         if self.pe is None:
@@ -146,7 +144,7 @@ class WikiText2(Dataset):
         url = "https://raw.githubusercontent.com/pytorch/examples/main/word_language_model/data/wikitext-2/train.txt"
         if os.path.exists(destination):
             return
-        with urllib.request.urlopen(url) as response:  # noqa: S310
+        with urllib.request.urlopen(url) as response:
             text = response.read().decode("utf8")
         with open(destination, "w") as f:
             f.write(text)

@@ -104,10 +104,7 @@ class LoggedValue:
         self.values.append(value)
         self.sizes.append(size)
         if len(self.values) >= _FOLD_AT:
-            if self.reduce_fx in ("mean", "sum"):
-                folded = self._running_sum()
-            else:
-                folded = self.reduce()
+            folded = self._running_sum() if self.reduce_fx in ("mean", "sum") else self.reduce()
             self.values, self.sizes, self.carried = [folded], [sum(self.sizes)], True
 
     def _running_sum(self) -> torch.Tensor:
