@@ -143,6 +143,14 @@ class LoggedValue:
         self.values, self.sizes, self.carried = [], [], False
         return value
 
+    def take_sum(self) -> tuple[torch.Tensor, int] | None:
+        """A mean's weighted sum and total batch size (consumed, as :meth:`epoch_value`)."""
+        if not self.values:
+            return None
+        total, size = self._running_sum(), sum(self.sizes)
+        self.values, self.sizes, self.carried = [], [], False
+        return total, size
+
 
 class Results:
     """The values logged during one stage (a training epoch, a validation run...)."""
@@ -283,10 +291,22 @@ class Results:
         for entry in self.entries.values():
             if not entry.on_epoch:
                 continue
+            synced = entry.sync_dist and not entry.rank_zero_only and entry.metric is None
+            if synced and entry.reduce_fx == "mean":
+                # Lightning's synced mean: the processes' weighted sums over their summed
+                # batch sizes (each averaged over the processes), not a mean of means
+                taken = entry.take_sum()
+                if taken is None:
+                    continue
+                total, size = taken
+                count = torch.tensor(size, device=total.device)
+                out[entry.epoch_name] = (entry, self._reduce(total, "mean")
+                                         / self._reduce(count, "mean"))
+                continue
             value = entry.epoch_value()
             if value is None:
                 continue
-            if entry.sync_dist and not entry.rank_zero_only and entry.metric is None:
+            if synced:
                 value = self._reduce(value, entry.reduce_fx)
             out[entry.epoch_name] = (entry, value)
         return out

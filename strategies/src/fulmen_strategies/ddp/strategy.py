@@ -99,8 +99,17 @@ class DDPStrategy(ParallelStrategy):
 
     def step(self, method: str, *args: Any, **kwargs: Any) -> Any:
         model = self.model
-        if method != "training_step" or not isinstance(model, DistributedDataParallel):
+        if not isinstance(model, DistributedDataParallel):
             return super().step(method, *args, **kwargs)
+        if method != "training_step":
+            # Evaluation steps go through DDP's forward when it has buffers to broadcast (batch
+            # norm statistics: every rank evaluates with rank 0's, as under Lightning, whose
+            # evaluation steps always go through the wrapper); otherwise that forward does
+            # nothing a step could observe, and the module is called directly.
+            if method == "forward" or not model.will_sync_module_buffers():
+                return super().step(method, *args, **kwargs)
+            with self.precision.forward_context():
+                return model(*args, fulmen_step=method, **kwargs)
         sync = model.require_backward_grad_sync
         with self.precision.forward_context():
             out = model(*args, fulmen_step=method, **kwargs)
