@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import fulmen
-from fulmen.status import banner
+from fulmen.kernel.banner import banner
 
 SCRIPT = """
 import logging, os

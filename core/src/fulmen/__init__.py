@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fulmen.lazy import lazy_exports
-
-__version__ = "0.1.0"
+from fulmen.version import __version__
 
 _EXPORTS: dict[str, str] = {
     "Trainer": "fulmen.trainer",
@@ -108,7 +107,7 @@ if TYPE_CHECKING:
         PluginError,
         PluginWarning,
     )
-    from fulmen.kernel.compose import Selection
+    from fulmen.kernel.composed import Selection
     from fulmen.kernel.hookspecs import hookimpl, hookspec
     from fulmen.kernel.manager import get_plugin_manager, reload_plugins
     from fulmen.kernel.records import (

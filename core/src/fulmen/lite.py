@@ -23,6 +23,7 @@ from fulmen import arguments, compiling, hang, quick_exit, storage
 from fulmen.api.async_checkpoint_io import AsyncCheckpointIO
 from fulmen.api.logger import FAILED, INTERRUPTED, SUCCESS
 from fulmen.apply import apply_to_tensors
+from fulmen.checkpoint import service
 from fulmen.errors import ConfigurationError, FulmenError
 from fulmen.fault_tolerance.lost_work import KEY
 from fulmen.kernel.legacy import translate_flag
@@ -615,7 +616,7 @@ class Lite(SelectionReport):
         preempting = preemption is not None and preemption.preempting
         async_save = async_save and not preempting  # the preemption checkpoint is committed
         writer = self._writer(async_save)
-        self.strategy.save_checkpoint(state, path)
+        service.save(self.strategy, state, path)
         if writer is not None and not async_save:
             writer.wait()  # this save was asked to be synchronous
         self.strategy.barrier("lite.save")
@@ -638,7 +639,7 @@ class Lite(SelectionReport):
         entries, and returns the checkpoint's entries ``state`` did not name. ``strict=False``
         allows keys of ``state`` missing from the checkpoint and partial module weights."""
         self._require_launched("load")
-        checkpoint = self.strategy.load_checkpoint(path, weights_only=weights_only)
+        checkpoint = service.load(self.strategy, path, weights_only=weights_only)
         if isinstance(checkpoint, dict) and isinstance(checkpoint.get(KEY), dict):
             self.preemption.restored(checkpoint, path)  # lost work; the step count goes on
         if state is None:
@@ -677,7 +678,7 @@ class Lite(SelectionReport):
         """Load a plain ``state_dict`` file (saved by ``torch.save``, not by ``lite.save``)
         into one module or optimizer."""
         self._require_launched("load_raw")
-        state = self.strategy.load_checkpoint(path, weights_only=weights_only)
+        state = service.load(self.strategy, path, weights_only=weights_only)
         self._restore(obj, state, strict, None, None)
 
     def _restore(self, target: Any, value: Any, strict: bool, state: dict[str, Any] | None,

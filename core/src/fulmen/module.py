@@ -26,7 +26,7 @@ from fulmen.hparams import (
 from fulmen.utilities.rank_zero import rank_zero_warn
 
 if TYPE_CHECKING:
-    from fulmen.trainer.trainer import Trainer
+    from fulmen.api.trainer_view import TrainerView
 
 
 class Hooks:
@@ -110,7 +110,7 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._trainer: Trainer | None = None
+        self._trainer: TrainerView | None = None
         self._hparams: AttributeDict = AttributeDict()
         self._hparams_initial: AttributeDict = AttributeDict()
         self.automatic_optimization: bool = True
@@ -119,7 +119,9 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
     # ------------------------------------------------------------------ where it runs
 
     @property
-    def trainer(self) -> Trainer:
+    def trainer(self) -> TrainerView:
+        """The Trainer running this module, seen through its public members
+        (:class:`fulmen.api.trainer_view.TrainerView`)."""
         if self._trainer is None:
             if Module._jit_is_scripting:
                 return None  # type: ignore[return-value]
@@ -128,7 +130,7 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
         return self._trainer
 
     @trainer.setter
-    def trainer(self, trainer: Trainer | None) -> None:
+    def trainer(self, trainer: TrainerView | None) -> None:
         self._trainer = trainer
 
     @property

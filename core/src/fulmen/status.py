@@ -1,4 +1,5 @@
-"""Status output: the ``fulmen`` logger, its per-rank prefix, and the run banner.
+"""Status output: the ``fulmen`` logger and its per-rank prefix (the run banner is in
+:mod:`fulmen.kernel.banner`).
 
 Everything fulmen reports while running (what was composed, checkpoints written, early stopping,
 preemption) goes through ``logging.getLogger("fulmen")`` (or a child such as ``fulmen.cli``), so
@@ -13,10 +14,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from fulmen.kernel.selection import SelectionReport
 
 log = logging.getLogger("fulmen")
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -54,44 +51,3 @@ def configure_logging() -> logging.Logger:
         log.addHandler(handler)
         log.propagate = False
     return log
-
-
-def banner(run: SelectionReport, action: str, *, log_dir: str | None = None,
-           checkpoint_dir: str | None = None, resumed_from: str | None = None,
-           progress: str | None = None) -> str:
-    """What a run composed, one line per part, for the start of ``fit``/``validate``/``test``/
-    ``predict`` and ``Lite.launch``."""
-    parts: list[tuple[str, Any, str]] = [
-        ("accelerator", run.accelerator, "accelerator"),
-        ("strategy", run.strategy, "strategy"),
-        ("precision", run.precision_plugin, "precision"),
-        ("environment", run.cluster_environment, "environment"),
-    ]
-    origins = _origins()
-    lines = [f"fulmen {action}:"]
-    for label, plugin, kind in parts:
-        origin = origins.get((kind, plugin.name), "given as an instance, not registered")
-        lines.append(f"  {label:<12} {plugin.name:<22} ({type(plugin).__name__}, {origin})")
-    devices = ", ".join(map(str, run.device_ids))
-    lines.append(f"  {'devices':<12} {run.num_devices} per node [{devices}] x {run.num_nodes} "
-                 f"node(s) = world size {run.world_size}")
-    if log_dir is not None:
-        lines.append(f"  {'logs':<12} {log_dir}")
-    if checkpoint_dir is not None:
-        lines.append(f"  {'checkpoints':<12} {checkpoint_dir}")
-    if resumed_from is not None:
-        at = f" at {progress}" if progress else ""
-        lines.append(f"  {'resuming':<12} {resumed_from}{at}")
-    seed = os.environ.get("FULMEN_GLOBAL_SEED")
-    lines.append(f"  {'seed':<12} {seed if seed is not None else 'not set (seed_everything)'}")
-    return "\n".join(lines)
-
-
-def _origins() -> dict[tuple[str, str], str]:
-    """(kind, registered name) → the distribution and version that provides it."""
-    from fulmen.kernel.catalog import KINDS
-    from fulmen.kernel.manager import get_plugin_manager
-
-    catalog = get_plugin_manager().catalog()
-    return {(kind, e.record.name): f"{e.plugin.origin}, plugin {e.plugin.name!r}"
-            for kind in KINDS for e in catalog.entries(kind)}

@@ -19,7 +19,7 @@ from tiny_models import TinyModule, lean, loader
 import fulmen
 from fulmen.api import AsyncCheckpointIO, TorchCheckpointIO
 from fulmen.callbacks import ModelCheckpoint
-from fulmen.checkpoint import atomic
+from fulmen.checkpoint import atomic, service
 from fulmen.errors import CheckpointSaveError
 
 pytestmark = pytest.mark.timeout(120)
@@ -110,7 +110,7 @@ def test_a_failed_background_save_stops_lite_backward(tmp_path: Path) -> None:
                            plugins=[AsyncCheckpointIO(io) if passed else io])
         model = lite.setup(torch.nn.Linear(4, 2))
         if passed:  # saved past Lite: the writer is known from set-up
-            lite.strategy.save_checkpoint({"model": model.state_dict()}, tmp_path / "a.ckpt")
+            service.save(lite.strategy, {"model": model.state_dict()}, tmp_path / "a.ckpt")
         else:
             lite.save(tmp_path / "a.ckpt", {"model": model}, async_save=True)
         deadline = time.monotonic() + 30

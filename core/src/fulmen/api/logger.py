@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from fulmen.module import Module
+    import torch
 
 #: the run statuses ``finalize`` is called with
 SUCCESS, FAILED, INTERRUPTED = "success", "failed", "interrupted"
@@ -95,9 +95,9 @@ class Logger(ABC):
         """Record the run's hyper-parameters: plain data (modules and partials already replaced
         by ``{"class_path", "init_args"}``, other objects by their ``module:name`` or repr)."""
 
-    def log_graph(self, model: Module, input_array: Any = None) -> None:  # noqa: B027 - optional
+    def log_graph(self, model: torch.nn.Module, input_array: Any = None) -> None:  # noqa: B027 - optional
         """Record the module's graph (the Trainer calls it once when fit starts, after
-        ``log_hyperparams``). Default: nothing."""
+        ``log_hyperparams``, with the ``fulmen.Module`` it trains). Default: nothing."""
 
     def after_save_checkpoint(self, checkpoint_callback: Any) -> None:  # noqa: B027 - optional
         """A ``ModelCheckpoint`` saved (and maybe removed) files; its ``best_k_models``,

@@ -24,10 +24,12 @@ if TYPE_CHECKING:
     from fulmen.api.accelerator import Accelerator
     from fulmen.api.checkpoint_io import CheckpointIO
     from fulmen.api.environment import ClusterEnvironment
-    from fulmen.api.launcher import Launcher
     from fulmen.api.precision import Precision
 
 STEP_METHODS = ("training_step", "validation_step", "test_step", "predict_step")
+#: Checkpoint methods a strategy had before ``fulmen.checkpoint.service`` did the job; a subclass
+#: that still defines one is warned that it is not called.
+_RETIRED_CHECKPOINT_METHODS = ("save_checkpoint", "load_checkpoint", "remove_checkpoint")
 
 
 class Strategy(Named, ABC):
@@ -46,6 +48,21 @@ class Strategy(Named, ABC):
     #: (DeepSpeed's engine config), so the factor cannot change between epochs
     #: (GradientAccumulationScheduler refuses such a strategy).
     fixed_accumulation: bool = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        retired = [name for name in _RETIRED_CHECKPOINT_METHODS if name in vars(cls)]
+        if retired:
+            import warnings
+
+            from fulmen.errors import FulmenDeprecationWarning
+
+            warnings.warn(FulmenDeprecationWarning(
+                f"{cls.__module__}.{cls.__qualname__} defines {', '.join(retired)}, which fulmen "
+                "no longer calls: fulmen.checkpoint.service saves, loads and removes "
+                "checkpoints for every strategy. Declare sharded_checkpoint, "
+                "checkpoint_template() or checkpoint_layout (a CheckpointLayout registered with "
+                "fulmen_checkpoint_layouts) instead; see docs/migrating.md"), stacklevel=2)
 
     def __init__(self) -> None:
         self.launcher: Launcher | None = None
@@ -320,6 +337,13 @@ class Strategy(Named, ABC):
         return lambda: int(self.reduce(vote, reduce_op="max").item())
 
     # ------------------------------------------------------------------ checkpoints
+    # What the checkpoint service (``fulmen.checkpoint.service``: save, load, remove) needs to
+    # know. The strategy declares; the service writes and reads.
+
+    #: The name of the registered ``CheckpointLayout`` (``fulmen_checkpoint_layouts`` hook) this
+    #: strategy's engine writes its checkpoints in, when it cannot write fulmen's canonical ones;
+    #: the service then saves through the layout's ``save``. None (default): canonical.
+    checkpoint_layout: str | None = None
 
     def module_state_dict(self, module: torch.nn.Module | None = None) -> dict[str, Any]:
         """A module's state as one dictionary (sharded strategies gather it). ``module``: one of
@@ -341,16 +365,16 @@ class Strategy(Named, ABC):
         strategy can load it. Sharded strategies return their shards (DTensors) or the whole
         state consolidated; torch's numbered form is kept for an optimizer over tensors that
         are not the module's parameters."""
-        from fulmen.checkpoint import canonical
+        from fulmen.checkpoint import optimizer_state as states
 
-        return canonical.optimizer_state(self.module, optimizer)
+        return states.optimizer_state(self.module, optimizer)
 
     def load_optimizer_state(self, optimizer: Any, state: dict[str, Any]) -> None:
         """Restore an optimizer state: the canonical form (from any strategy, any world size)
         or torch's numbered ``Optimizer.state_dict()`` (older checkpoints, Lightning's)."""
-        from fulmen.checkpoint import canonical
+        from fulmen.checkpoint import optimizer_state as states
 
-        canonical.load_optimizer_state(self.module, optimizer, state)
+        states.load_optimizer_state(self.module, optimizer, state)
 
     @property
     def sharded_checkpoint(self) -> bool:
@@ -358,7 +382,8 @@ class Strategy(Named, ABC):
         directory, because each process holds only part of the state (DTensor shards). False
         (default): one process holds the whole state and rank zero writes one file. Either is
         the canonical checkpoint (``fulmen.checkpoint.canonical``), readable by every
-        strategy at every world size."""
+        strategy at every world size. ``fulmen.checkpoint.service`` reads it to decide who
+        writes what."""
         return False
 
     def checkpoint_template(self) -> dict[str, Any] | None:
@@ -369,31 +394,22 @@ class Strategy(Named, ABC):
         :meth:`load_optimizer_state`."""
         return None
 
-    def save_checkpoint(self, checkpoint: dict[str, Any], path: Any) -> None:
-        """Write the canonical checkpoint: one file from rank zero (through
-        ``checkpoint_io``), or a DCP directory from every rank when
-        :attr:`sharded_checkpoint`. Every rank calls this."""
-        if self.sharded_checkpoint:
-            from fulmen.checkpoint import canonical
 
-            canonical.save_directory(self, checkpoint, path)
-        elif self.is_global_zero:
-            self.checkpoint_io.save_checkpoint(checkpoint, path)
+class Launcher(ABC):
+    """Created by the strategy it launches (:meth:`fulmen.Strategy.create_launcher`), which
+    passes itself as ``strategy``; never created when the cluster environment started the
+    processes. fulmen's own launchers live in ``fulmen_strategies.launchers`` (``ScriptLauncher``,
+    ``MultiprocessingLauncher``) and may be reused by any strategy.
+    """
 
-    def load_checkpoint(self, path: Any, weights_only: bool = True) -> dict[str, Any]:
-        """Read any fulmen checkpoint (a file, or a DCP directory from any strategy and world
-        size; through :meth:`checkpoint_template` when it returns one), a plain
-        ``torch.save`` file or a Lightning 2.x checkpoint. Nothing in it runs unless
-        ``weights_only`` is False."""
-        from fulmen.checkpoint import canonical
+    def __init__(self, strategy: Strategy) -> None:
+        self.strategy = strategy
 
-        return canonical.load(self, path, weights_only)
+    @property
+    def is_interactive_compatible(self) -> bool:
+        """Whether it can run in a notebook or REPL (re-running a script cannot)."""
+        return False
 
-    def remove_checkpoint(self, path: Any) -> None:
-        if self.is_global_zero:
-            from fulmen.checkpoint import canonical
-
-            if canonical.is_directory(path):
-                canonical.remove_directory(path)
-            else:
-                self.checkpoint_io.remove_checkpoint(path)
+    @abstractmethod
+    def launch(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run ``function(*args, **kwargs)`` in every process and return rank zero's result."""

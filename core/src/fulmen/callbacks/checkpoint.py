@@ -22,6 +22,7 @@ from fulmen.api.async_checkpoint_io import AsyncCheckpointIO
 from fulmen.callbacks import monitor as mon
 from fulmen.callbacks.base import Callback
 from fulmen.callbacks.checkpoint_names import format_name
+from fulmen.checkpoint import service
 from fulmen.errors import ConfigurationError
 from fulmen.utilities.rank_zero import rank_zero_info, rank_zero_warn
 
@@ -429,7 +430,7 @@ class ModelCheckpoint(Callback):
         else:
             self._save_checkpoint(trainer, filepath)
         if previous and self._should_remove_checkpoint(trainer, previous, filepath):
-            trainer.strategy.remove_checkpoint(previous)
+            service.remove(trainer.strategy, previous)
 
     def _save_none_monitor_checkpoint(self, trainer: Any,
                                       candidates: dict[str, torch.Tensor]) -> None:
@@ -438,7 +439,7 @@ class ModelCheckpoint(Callback):
         self._save_checkpoint(trainer, filepath)
         if self.save_top_k == 1 and previous and self._should_remove_checkpoint(
                 trainer, previous, filepath):
-            trainer.strategy.remove_checkpoint(previous)
+            service.remove(trainer.strategy, previous)
 
     def _update_best_and_save(self, current: torch.Tensor, trainer: Any,
                               candidates: dict[str, torch.Tensor]) -> None:
@@ -468,7 +469,7 @@ class ModelCheckpoint(Callback):
                            f"saving model to {filepath!r} as top {k}")
         self._save_checkpoint(trainer, filepath)
         if del_filepath and self._should_remove_checkpoint(trainer, del_filepath, filepath):
-            trainer.strategy.remove_checkpoint(del_filepath)
+            service.remove(trainer.strategy, del_filepath)
 
     def _should_remove_checkpoint(self, trainer: Any, previous: str, current: str) -> bool:
         """Never remove the file just written, the one training resumed from, or a file

@@ -7,6 +7,7 @@ from typing import Any
 
 from fulmen import arguments
 from fulmen.callbacks.base import Callback
+from fulmen.checkpoint import service
 from fulmen.errors import ConfigurationError
 
 
@@ -39,4 +40,4 @@ class OnExceptionCheckpoint(Callback):
 
     def teardown(self, trainer: Any, module: Any, stage: str) -> None:
         if not self._failed and os.path.exists(self.ckpt_path):
-            trainer.strategy.remove_checkpoint(self.ckpt_path)
+            service.remove(trainer.strategy, self.ckpt_path)

@@ -25,10 +25,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fulmen.checkpoint import manifest, safety
+from fulmen.checkpoint.optimizer_state import (  # noqa: F401 - canonical's public names
+    by_name,
+    by_number,
+    is_keyed_by_name,
+    load_optimizer_state,
+    numbered,
+    optimizer_state,
+    param_names,
+)
 from fulmen.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    import torch
 
     from fulmen.api.strategy import Strategy
 
@@ -39,80 +47,6 @@ _SUMS = ".fulmen-sums-rank"  # each rank's checksums of its files, merged into t
 SHARDED_KEYS = ("state_dict", "optimizer_states")
 _DCP_KEYS = "fulmen_dcp_keys"
 _LISTS = "fulmen_dcp_lists"
-
-
-# ====================================================================== optimizer states
-
-
-def param_names(module: torch.nn.Module | None, optimizer: Any) -> list[str] | None:
-    """The name of every parameter ``optimizer`` updates, in its ``param_groups`` order, or
-    None when one of them is not a parameter of ``module``."""
-    if module is None:
-        return None
-    names = {id(p): n for n, p in module.named_parameters(remove_duplicate=False)}
-    order = [names.get(id(p)) for g in optimizer.param_groups for p in g["params"]]
-    return None if any(n is None for n in order) else order  # type: ignore[return-value]
-
-
-def is_keyed_by_name(state: Mapping[str, Any]) -> bool:
-    """Whether an optimizer state names its parameters (canonical) rather than numbering them
-    (``torch.optim.Optimizer.state_dict``)."""
-    params = [p for g in state.get("param_groups", []) for p in g.get("params", [])]
-    return bool(params) and all(isinstance(p, str) for p in params)
-
-
-def by_name(state: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
-    """A numbered optimizer state (torch's form) keyed by parameter names instead."""
-    numbers = [p for g in state["param_groups"] for p in g["params"]]
-    if len(numbers) != len(names):
-        raise ConfigurationError(
-            f"the checkpoint's optimizer state covers {len(numbers)} parameters, the optimizer "
-            f"here {len(names)}: it was saved for another model or optimizer set-up")
-    rename = dict(zip(numbers, names))
-    return {"state": {rename[k]: v for k, v in state.get("state", {}).items() if k in rename},
-            "param_groups": [{**g, "params": [rename[p] for p in g["params"]]}
-                             for g in state["param_groups"]]}
-
-
-def by_number(state: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
-    """A canonical (named) optimizer state in torch's numbered form for an optimizer whose
-    parameters are ``names``, in order."""
-    number = {n: i for i, n in enumerate(names)}
-    missing = [p for g in state["param_groups"] for p in g["params"] if p not in number]
-    if missing:
-        raise ConfigurationError(f"the checkpoint's optimizer state names parameters this "
-                                 f"model lacks: {missing[:8]}; was it saved from another model?")
-    return {"state": {number[k]: v for k, v in state.get("state", {}).items()},
-            "param_groups": [{**g, "params": [number[p] for p in g["params"]]}
-                             for g in state["param_groups"]]}
-
-
-def optimizer_state(module: torch.nn.Module | None, optimizer: Any) -> dict[str, Any]:
-    """``optimizer``'s state keyed by the names of ``module``'s parameters (torch's numbered
-    form when the optimizer updates tensors ``module`` does not own)."""
-    state = dict(optimizer.state_dict())
-    names = param_names(module, optimizer)
-    return by_name(state, names) if names is not None else state
-
-
-def numbered(module: torch.nn.Module | None, optimizer: Any,
-             state: Mapping[str, Any]) -> dict[str, Any]:
-    """A named (canonical) or numbered optimizer state in torch's numbered form for
-    ``optimizer`` (whose parameters belong to ``module``)."""
-    if not is_keyed_by_name(state):
-        return dict(state)
-    names = param_names(module, optimizer)
-    if names is None:
-        raise ConfigurationError("this optimizer updates tensors that are not parameters of "
-                                 "the set-up model, so a state keyed by parameter names "
-                                 "cannot be matched to them")
-    return by_number(state, names)
-
-
-def load_optimizer_state(module: torch.nn.Module | None, optimizer: Any,
-                         state: Mapping[str, Any]) -> None:
-    """Restore a named (canonical) or numbered optimizer state into ``optimizer``."""
-    optimizer.load_state_dict(numbered(module, optimizer, state))
 
 
 # ====================================================================== writing
@@ -407,28 +341,6 @@ def remove_directory(path: Any) -> None:
     from fulmen.checkpoint import remote
 
     shutil.rmtree(remote.local(path), ignore_errors=True)
-
-
-def load(strategy: Strategy, path: Any, weights_only: bool = True) -> dict[str, Any]:
-    """What :meth:`Strategy.load_checkpoint` does: read any fulmen checkpoint for
-    ``strategy`` (see the module's docstring)."""
-    from fulmen.checkpoint import rng
-
-    if not is_directory(path):
-        content = strategy.checkpoint_io.load_checkpoint(path, map_location="cpu",
-                                                         weights_only=weights_only)
-        if isinstance(content, dict):
-            manifest.check_version(content.get(manifest.KEY), str(path))
-    else:
-        content = read_directory(path, weights_only, strategy.checkpoint_template(),
-                                 rank=strategy.global_rank, reader=strategy.name,
-                                 readers=strategy.world_size)
-    if isinstance(content, dict):  # this rank's own random states and place in the epoch
-        from fulmen.trainer.progress import rescale
-
-        content = rng.select(content, strategy.global_rank, strategy.world_size)
-        content = rescale(content, strategy.data_parallel_size, strategy.global_rank)
-    return content
 
 
 def read_directory(path: Any, weights_only: bool = True, template: dict[str, Any] | None = None,

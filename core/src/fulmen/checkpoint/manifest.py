@@ -33,9 +33,9 @@ def origin(strategy: str, world_size: int, num_nodes: int, precision: str,
     how many replicas read different data, the world size unless given)."""
     import torch
 
-    import fulmen
+    from fulmen.version import __version__
 
-    facts = {"format": FORMAT, "fulmen": fulmen.__version__, "torch": str(torch.__version__),
+    facts = {"format": FORMAT, "fulmen": __version__, "torch": str(torch.__version__),
              "strategy": strategy, "world_size": world_size, "num_nodes": num_nodes,
              "data_parallel_size": data_parallel_size or world_size, "precision": precision}
     if mesh is not None:
@@ -53,12 +53,12 @@ def check_version(facts: Any, where: str) -> None:
         return
     written = facts.get("format")
     if isinstance(written, int) and written > FORMAT:
-        import fulmen
+        from fulmen.version import __version__
 
         version = facts.get("fulmen", "?")
         raise ConfigurationError(
             f"checkpoint {where!r} was written by fulmen {version} in checkpoint format "
-            f"{written}; this fulmen {fulmen.__version__} reads formats up to {FORMAT}. "
+            f"{written}; this fulmen {__version__} reads formats up to {FORMAT}. "
             f"Install a newer fulmen to read it: pip install 'fulmen>={version}' (or convert "
             f"it there with: fulmen checkpoint convert SRC DST --to file)")
 

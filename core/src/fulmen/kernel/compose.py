@@ -12,10 +12,9 @@ import os
 import sys
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from fulmen.api import Accelerator, CheckpointIO, ClusterEnvironment, Launcher, Precision, Strategy
+from fulmen.api import CheckpointIO, ClusterEnvironment, Launcher, Precision, Strategy
 from fulmen.api.naming import as_messages
 from fulmen.api.notice import PreemptionNotice
 from fulmen.errors import (
@@ -26,33 +25,13 @@ from fulmen.errors import (
     format_choices,
 )
 from fulmen.kernel.catalog import PLURAL, Catalog, Entry
+from fulmen.kernel.composed import Selection
 from fulmen.kernel.kinds import TABLE
 from fulmen.kernel.known_plugins import KNOWN
 from fulmen.kernel.manager import PluginManager, get_plugin_manager
 from fulmen.kernel.records import load_target
 
 BASES: dict[str, type] = {k.name: load_target(k.base, f"the {k.name} kind") for k in TABLE}
-
-
-@dataclass(frozen=True)
-class Selection:
-    """What a Trainer or Lite runs with, decided once at construction."""
-
-    environment: ClusterEnvironment
-    accelerator: Accelerator
-    strategy: Strategy
-    precision: Precision
-    launcher: Launcher | None
-    checkpoint_io: CheckpointIO | None
-    device_ids: tuple[int, ...]
-    num_nodes: int
-    interactive: bool
-    #: stop-notice sources passed in ``plugins=[...]`` (besides the environment's own)
-    notices: tuple[PreemptionNotice, ...] = ()
-
-    @property
-    def num_devices(self) -> int:
-        return len(self.device_ids)
 
 
 def is_interactive() -> bool:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from fulmen.kernel.compose import Selection
+    from fulmen.kernel.composed import Selection
     from fulmen.kernel.records import (
         AcceleratorSpec,
         EnvironmentSpec,

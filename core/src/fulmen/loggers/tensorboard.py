@@ -14,7 +14,7 @@ from fulmen.loggers.csv import _plain
 from fulmen.loggers.tb_events import EventFile
 
 if TYPE_CHECKING:
-    from fulmen.module import Module
+    import torch
 
 #: ``SummaryWriter``'s keyword arguments besides ``log_dir`` (torch 2.x); others are checked
 #: against its signature, so that a name a later torch adds is taken too
@@ -115,7 +115,7 @@ class TensorBoardLogger(VersionedLogger):
             for summary in hparams(flat, metrics):  # the experiment, session start and end
                 self.events.add(summary, step)
 
-    def log_graph(self, model: Module, input_array: Any = None) -> None:
+    def log_graph(self, model: torch.nn.Module, input_array: Any = None) -> None:
         """With ``log_graph=True``: the module's graph, traced on ``input_array`` (default:
         its ``example_input_array``, moved to the module's device); a warning says why not
         when there is nothing to trace it on."""
@@ -124,9 +124,10 @@ class TensorBoardLogger(VersionedLogger):
         import torch
 
         from fulmen.apply import apply_to_tensors
-        from fulmen.module import jit_tracing
+        from fulmen.module import Module, jit_tracing
 
-        given = model.example_input_array if input_array is None else input_array
+        example = model.example_input_array if isinstance(model, Module) else None
+        given = example if input_array is None else input_array
         if given is None:
             warnings.warn("TensorBoardLogger(log_graph=True) could not log the graph: set "
                           "the module's example_input_array, or pass input_array", stacklevel=2)

@@ -96,13 +96,14 @@ _ALL = [
     Clause("strategy.checkpoint", "strategy",
            "trainer.save_checkpoint writes a checkpoint that Trainer.fit(ckpt_path=...) resumes "
            "from (same weights, same global_step)",
-           "make save_checkpoint/load_checkpoint round-trip what the Trainer hands over, and "
-           "module_state_dict/load_module_state_dict the module's full state"),
+           "declare sharded_checkpoint/checkpoint_template (or checkpoint_layout) truthfully "
+           "so that fulmen.checkpoint.service round-trips what the Trainer hands over, and "
+           "make module_state_dict/load_module_state_dict the module's full state"),
     Clause("strategy.lite", "strategy",
            "Lite(strategy=NAME, devices=1) sets up a module and optimizer, trains, and "
            "lite.save/lite.load round-trip the weights",
            "implement setup_module/setup_optimizers/backward/optimizer_step and the "
-           "checkpoint methods of fulmen.Strategy"),
+           "state and checkpoint declarations of fulmen.Strategy"),
     Clause("strategy.collectives", "strategy",
            "reduce (sum, mean), all_gather, broadcast, start_agreement and barrier give the "
            "documented results on every rank",

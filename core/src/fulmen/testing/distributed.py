@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 import fulmen
+from fulmen.checkpoint import service
 from fulmen.testing import models
 from fulmen.testing.checks import (
     collective_problems,
@@ -150,10 +151,11 @@ def trainer_end(module: models.KitModule) -> None:
     problem = ""
     try:
         strategy.barrier("fulmen-testing-saved")
-        saved = strategy.load_checkpoint(path)
+        saved = service.load(strategy, path)
         weights = models.flat(strategy.module_state_dict())
         if not isinstance(saved, dict) or "state_dict" not in saved:
-            problem = (f"load_checkpoint returned {type(saved).__name__} without 'state_dict'")
+            problem = (f"fulmen.checkpoint.service.load returned {type(saved).__name__} "
+                       "without 'state_dict'")
         # on every rank: gathering a sharded tensor (DTensor.full_tensor) is a collective
         elif not models.close(models.flat(saved["state_dict"]), weights) and rank == 0:
             # rank zero holds the full state (sharded strategies may gather it there only)

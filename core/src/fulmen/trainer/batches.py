@@ -17,7 +17,7 @@ from fulmen.module import Module
 from fulmen.seed import rng_states, set_rng_states
 
 if TYPE_CHECKING:
-    from fulmen.trainer.trainer import Trainer
+    from fulmen.trainer.host import TrainerHost
 
 _TRANSFER_HOOKS = ("on_before_batch_transfer", "transfer_batch_to_device",
                    "on_after_batch_transfer")
@@ -33,7 +33,7 @@ def preserved_rng() -> Iterator[None]:
         set_rng_states(state)
 
 
-def make_transfer(trainer: Trainer) -> Callable[[Any, int], Any] | None:
+def make_transfer(trainer: TrainerHost) -> Callable[[Any, int], Any] | None:
     """The batch-transfer function, or None when batches need nothing (CPU, no hooks).
 
     Each of the three transfer hooks comes from the DataModule when it overrides it, else
@@ -76,7 +76,7 @@ def set_epoch(loader: Any, epoch: int) -> None:
             holder.set_epoch(epoch)
 
 
-def no_grad(trainer: Trainer) -> Any:
+def no_grad(trainer: TrainerHost) -> Any:
     """``torch.inference_mode`` (``Trainer(inference_mode=True)``, the default) or
     ``torch.no_grad`` for evaluation and prediction. Inside fit, validation uses no_grad so
     tensors it creates can still meet training ones; over gloo, whose collectives refuse

@@ -63,9 +63,9 @@ def require_resumable_version(checkpoint: dict[str, Any], path: str) -> None:
     one, naming both versions and what would work. Weights load from any version."""
     from packaging.version import InvalidVersion, Version
 
-    import fulmen
+    from fulmen.version import __version__
 
-    written, running = checkpoint.get(FORMAT_KEY), fulmen.__version__
+    written, running = checkpoint.get(FORMAT_KEY), __version__
     here = Version(running)
     accepted = f"fulmen {OLDEST_RESUMABLE} to {here.major}.{here.minor}.x"
     try:

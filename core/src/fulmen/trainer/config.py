@@ -20,7 +20,7 @@ from fulmen.trainer.data import check_limit
 from fulmen.trainer.legacy_hooks import refuse_legacy_hooks
 
 if TYPE_CHECKING:
-    from fulmen.trainer.trainer import Trainer
+    from fulmen.trainer.loop_host import LoopHost
 
 
 @dataclass(frozen=True)
@@ -388,7 +388,7 @@ def merge_callbacks(existing: list[Callback], from_model: list[Callback]) -> lis
     return [c for c in existing if type(c) not in kinds] + from_model
 
 
-def check_call(trainer: Trainer, model: Any, datamodule: Any, stage: str, *loaders: Any
+def check_call(trainer: LoopHost, model: Any, datamodule: Any, stage: str, *loaders: Any
                ) -> Module:
     """The model and data given to ``trainer.<stage>()``, checked (a compiled model is
     unwrapped, its compile options kept for the trainer)."""

@@ -22,14 +22,14 @@ from fulmen.trainer.step import AutomaticStep, ManualStep
 if TYPE_CHECKING:
     from fulmen.trainer.evaluation_loop import EvaluationLoop
     from fulmen.trainer.fit_data import FitData
-    from fulmen.trainer.trainer import Trainer
+    from fulmen.trainer.loop_host import LoopHost
 
 
 class TrainingEpochLoop:
     """Runs one training epoch (:meth:`run`); :attr:`total` counts the batches of every epoch
     of the fit (validation by batch count across epochs)."""
 
-    def __init__(self, trainer: Trainer, validation: EvaluationLoop) -> None:
+    def __init__(self, trainer: LoopHost, validation: EvaluationLoop) -> None:
         self.trainer, self.validation = trainer, validation
         self.total = 0
 
@@ -222,13 +222,13 @@ def _check_trainable(module: Any) -> None:
             "on_train_epoch_start of the first epoch), or use trainer.validate/test/predict")
 
 
-def out_of_time(trainer: Trainer) -> bool:
+def out_of_time(trainer: LoopHost) -> bool:
     """``max_time`` has passed since the stage started."""
     return trainer.max_time is not None and (
         time.monotonic() - trainer.run_state.start_time >= trainer.max_time)
 
 
-def minimum_reached(trainer: Trainer, epochs_done: int | None = None) -> bool:
+def minimum_reached(trainer: LoopHost, epochs_done: int | None = None) -> bool:
     """Whether ``min_epochs`` and ``min_steps`` are met, ``epochs_done`` (default: the epochs
     completed before the running one) counting as trained (Lightning's ``_can_stop_early``)."""
     done = trainer.current_epoch if epochs_done is None else epochs_done

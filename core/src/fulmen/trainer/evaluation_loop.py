@@ -25,7 +25,7 @@ from fulmen.trainer.batches import (
 )
 
 if TYPE_CHECKING:
-    from fulmen.trainer.trainer import Trainer
+    from fulmen.trainer.loop_host import LoopHost
 
 Loaders = tuple[list[Any], list[int | float]]
 
@@ -33,7 +33,7 @@ Loaders = tuple[list[Any], list[int | float]]
 class EvaluationLoop:
     """Runs ``validation_step`` or ``test_step`` over the evaluation data of one stage."""
 
-    def __init__(self, trainer: Trainer) -> None:
+    def __init__(self, trainer: LoopHost) -> None:
         self.trainer = trainer
 
     def step_defined(self, kind: str) -> bool:

@@ -16,7 +16,7 @@ from fulmen.trainer import data
 
 if TYPE_CHECKING:
     from fulmen.trainer.evaluation_loop import EvaluationLoop, Loaders
-    from fulmen.trainer.trainer import Trainer
+    from fulmen.trainer.loop_host import LoopHost
 
 _NO_TRAIN_DATA = ("trainer.fit found no training data: pass train_dataloaders=, a datamodule "
                   "with train_dataloader(), or define train_dataloader() on the module")
@@ -26,7 +26,7 @@ class FitData:
     """One fit's training and validation dataloaders (one per :meth:`FitLoop.run`, so a
     tuner's trial inside the fit keeps its own)."""
 
-    def __init__(self, trainer: Trainer, validation: EvaluationLoop,
+    def __init__(self, trainer: LoopHost, validation: EvaluationLoop,
                  explicit: dict[str, Any]) -> None:
         self.trainer, self.validation, self.explicit = trainer, validation, explicit
         self.train: Any = None
@@ -130,7 +130,7 @@ class FitData:
                 "dataloader).", stacklevel=4)
 
 
-def val_interval(trainer: Trainer, n_batches: int | float) -> int | float:
+def val_interval(trainer: LoopHost, n_batches: int | float) -> int | float:
     """Validate every this many training batches (``val_check_interval`` for ``n_batches``)."""
     interval = trainer.val_check_interval
     if interval is None or (isinstance(interval, float) and interval == 1.0):

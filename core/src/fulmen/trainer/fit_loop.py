@@ -24,14 +24,14 @@ from fulmen.trainer.progress import Counter, FitProgress
 from fulmen.trainer.step import AutomaticStep, ManualStep
 
 if TYPE_CHECKING:
-    from fulmen.trainer.trainer import Trainer
+    from fulmen.trainer.loop_host import LoopHost
 
 
 class FitLoop:
     """Epochs until ``max_epochs``/``max_steps``/``max_time`` or a stop, with the sanity check
     first and validation inside the epochs."""
 
-    def __init__(self, trainer: Trainer, validation: EvaluationLoop) -> None:
+    def __init__(self, trainer: LoopHost, validation: EvaluationLoop) -> None:
         self.trainer, self.validation = trainer, validation
         self.epoch_loop = TrainingEpochLoop(trainer, validation)
 
@@ -169,13 +169,13 @@ class FitLoop:
         trainer.sanity_checking = False
 
 
-def _limit_reached(trainer: Trainer) -> bool:
+def _limit_reached(trainer: LoopHost) -> bool:
     """``max_epochs`` or ``max_steps`` is reached."""
     return (trainer.max_epochs != -1 and trainer.current_epoch >= trainer.max_epochs) or \
         0 <= trainer.max_steps <= trainer.global_step
 
 
-def _check_manual_flags(trainer: Trainer) -> None:
+def _check_manual_flags(trainer: LoopHost) -> None:
     module = trainer.module
     assert module is not None
     if not module.automatic_optimization:
@@ -187,7 +187,7 @@ def _check_manual_flags(trainer: Trainer) -> None:
                     "(self.clip_gradients, stepping every n)")
 
 
-def _keep_sampler_seed(trainer: Trainer, loader: Any, saved: int | None) -> None:
+def _keep_sampler_seed(trainer: LoopHost, loader: Any, saved: int | None) -> None:
     """A distributed sampler shuffles with its ``seed`` (the global seed when the run started):
     a resumed run takes the checkpoint's, so it draws the same order whatever it was seeded
     with; checkpoints record it."""

@@ -16,13 +16,13 @@ import torch
 from fulmen.trainer.results import CallbackMetrics, Results, step_tensor
 
 if TYPE_CHECKING:
-    from fulmen.trainer.trainer import Trainer
+    from fulmen.trainer.host import TrainerHost
 
 
 class Metrics:
     """What the loops logged, for callbacks, the progress bar and the loggers."""
 
-    def __init__(self, trainer: Trainer) -> None:
+    def __init__(self, trainer: TrainerHost) -> None:
         self.trainer = trainer
         #: the Results ``self.log`` writes to now (None outside a loop: ``self.log`` refuses)
         self.current: Results | None = None

@@ -20,13 +20,13 @@ from fulmen.module import Module
 from fulmen.trainer.optim import LRSchedulerConfig, OptimizerWrapper, parse_optimizers
 
 if TYPE_CHECKING:
-    from fulmen.trainer.trainer import Trainer
+    from fulmen.trainer.host import TrainerHost
 
 
 class Optimization:
     """Optimizers, schedulers and the backward pass of one Trainer."""
 
-    def __init__(self, trainer: Trainer) -> None:
+    def __init__(self, trainer: TrainerHost) -> None:
         self.trainer = trainer
         #: the optimizers, as the strategy set them up (``trainer.optimizers``)
         self.optimizers: list[Any] = []

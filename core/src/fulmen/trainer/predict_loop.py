@@ -16,13 +16,13 @@ from fulmen.trainer.batches import (
 )
 
 if TYPE_CHECKING:
-    from fulmen.trainer.trainer import Trainer
+    from fulmen.trainer.loop_host import LoopHost
 
 
 class PredictionLoop:
     """Runs ``predict_step`` over the predict data (``trainer.predict``)."""
 
-    def __init__(self, trainer: Trainer) -> None:
+    def __init__(self, trainer: LoopHost) -> None:
         self.trainer = trainer
 
     def loaders(self, explicit: Any) -> tuple[list[Any], list[int | float]]:

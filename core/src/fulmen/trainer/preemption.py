@@ -14,14 +14,14 @@ from fulmen.fault_tolerance.lost_work import Ledger
 from fulmen.fault_tolerance.preemption import Preempted, Preemption
 
 if TYPE_CHECKING:
-    from fulmen.trainer.trainer import Trainer
+    from fulmen.trainer.host import TrainerHost
 
 __all__ = ["FitPreemption", "Preempted", "hpc_checkpoints", "next_hpc_path", "restartable"]
 
 HPC_CHECKPOINT = re.compile(r"^hpc_ckpt_(\d+)\.ckpt$")
 
 
-def restartable(trainer: Trainer, requested: Any) -> bool:
+def restartable(trainer: TrainerHost, requested: Any) -> bool:
     """Whether a fit keeps the heartbeat: a scheduler started its processes (torchrun, SLURM,
     Kubeflow...), it watches notices passed in ``plugins=[...]``, or it asked for
     ``ckpt_path="last"`` (the restart-safe line). Other local runs write nothing beside their
@@ -33,7 +33,7 @@ def restartable(trainer: Trainer, requested: Any) -> bool:
 class FitPreemption(Preemption):
     """One ``fit``'s stop notices and lost-work ledger, as a context manager around the loop."""
 
-    def __init__(self, trainer: Trainer, requested: Any = None) -> None:
+    def __init__(self, trainer: TrainerHost, requested: Any = None) -> None:
         """``requested``: the ``ckpt_path`` the user gave ``fit``."""
         super().__init__(trainer, Ledger(trainer, trainer.default_root_dir,
                                          restartable(trainer, requested)))

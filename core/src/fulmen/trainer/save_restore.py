@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fulmen import storage
+from fulmen.checkpoint import service
 from fulmen.errors import ConfigurationError
 from fulmen.loggers.dispatch import STATE_KEY
 from fulmen.trainer.checkpoint import (
@@ -20,21 +21,21 @@ from fulmen.trainer.preemption import hpc_checkpoints
 from fulmen.utilities.rank_zero import rank_zero_warn
 
 if TYPE_CHECKING:
-    from fulmen.trainer.trainer import Trainer
+    from fulmen.trainer.stage_host import StageHost
 
 
-def dump(trainer: Trainer, weights_only: bool = False) -> dict[str, Any]:
+def dump(trainer: StageHost, weights_only: bool = False) -> dict[str, Any]:
     """What ``trainer.save_checkpoint`` writes: weights, hyper-parameters and the manifest;
     unless ``weights_only``, also loop progress, optimizers, schedulers, precision, random
     states, callbacks and the datamodule."""
-    import fulmen
     from fulmen.checkpoint import manifest, rng
     from fulmen.references import encode_hparams
     from fulmen.seed import rng_states
+    from fulmen.version import __version__
 
     assert trainer.module is not None
     checkpoint: dict[str, Any] = {
-        FORMAT_KEY: fulmen.__version__,
+        FORMAT_KEY: __version__,
         "epoch": trainer.current_epoch,
         "global_step": trainer.global_step,
         "state_dict": trainer.strategy.module_state_dict(),
@@ -70,7 +71,7 @@ def dump(trainer: Trainer, weights_only: bool = False) -> dict[str, Any]:
     return checkpoint
 
 
-def select(trainer: Trainer, stage: str, ckpt_path: Any, model_provided: bool) -> Any:
+def select(trainer: StageHost, stage: str, ckpt_path: Any, model_provided: bool) -> Any:
     """The ``ckpt_path`` that ``validate``/``test``/``predict`` use, by Lightning 2.6's rules:
     what was given, else None when a model is passed (its weights as they are), else -- no
     model passed but one connected by an earlier ``fit`` (or stage) -- ``"best"``, with
@@ -84,7 +85,7 @@ def select(trainer: Trainer, stage: str, ckpt_path: Any, model_provided: bool) -
     return "best"
 
 
-def _best(trainer: Trainer) -> str:
+def _best(trainer: StageHost) -> str:
     """The best checkpoint of the first ModelCheckpoint (Lightning's errors and warning)."""
     stage, callbacks = trainer.state, trainer.checkpoint_callbacks
     instead = ("Pass a checkpoint file" if stage == "fit" else
@@ -110,7 +111,7 @@ def _best(trainer: Trainer) -> str:
     return str(path)
 
 
-def resolve_path(trainer: Trainer, ckpt_path: Any) -> str | None:
+def resolve_path(trainer: StageHost, ckpt_path: Any) -> str | None:
     """``ckpt_path`` as a path: ``"last"``, ``"best"`` and ``"hpc"`` looked up.
 
     ``"last"`` is the newest complete checkpoint (:func:`newest`); when there is none yet the
@@ -148,12 +149,12 @@ def resolve_path(trainer: Trainer, ckpt_path: Any) -> str | None:
     return str(ckpt_path)
 
 
-def newest_agreed(trainer: Trainer) -> str | None:
+def newest_agreed(trainer: StageHost) -> str | None:
     """:func:`newest` as rank zero sees it, on every rank (they must load the same one)."""
     return trainer.strategy.broadcast(newest(trainer) if trainer.is_global_zero else None)
 
 
-def newest(trainer: Trainer) -> str | None:
+def newest(trainer: StageHost) -> str | None:
     """The most recently written complete checkpoint: a preemption checkpoint in
     default_root_dir or one of ModelCheckpoint's (``last.ckpt`` or any other in its dirpath).
 
@@ -208,14 +209,14 @@ def incomplete(path: str) -> str | None:
     return None
 
 
-def restore(trainer: Trainer, stage: str, ckpt_path: Any, weights_only: bool
+def restore(trainer: StageHost, stage: str, ckpt_path: Any, weights_only: bool
             ) -> dict[str, Any] | None:
     """Load ``ckpt_path`` into the module (every stage) and, under fit, into callbacks,
     optimizers, schedulers, precision and datamodule; the checkpoint a fit resumes from."""
     path = trainer.ckpt_path = resolve_path(trainer, ckpt_path)
     if path is None:
         return None
-    checkpoint = trainer.strategy.load_checkpoint(path, weights_only=weights_only)
+    checkpoint = service.load(trainer.strategy, path, weights_only=weights_only)
     require_state_dict(checkpoint, path)
     if stage == "fit":  # before anything is loaded: a refused resume changes nothing
         require_fulmen_format(checkpoint, path)

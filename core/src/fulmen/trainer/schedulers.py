@@ -13,10 +13,10 @@ from fulmen.errors import ConfigurationError
 from fulmen.trainer.batches import overridden
 
 if TYPE_CHECKING:
-    from fulmen.trainer.trainer import Trainer
+    from fulmen.trainer.host import TrainerHost
 
 
-def check_scheduler_steps(trainer: Trainer) -> None:
+def check_scheduler_steps(trainer: TrainerHost) -> None:
     """Before the first batch: refuse a custom scheduler whose ``step`` cannot be called as
     the Trainer calls it, unless the module steps it itself (``lr_scheduler_step``)."""
     module = trainer.module
@@ -48,7 +48,7 @@ def check_scheduler_steps(trainer: Trainer) -> None:
                 "other parameters defaults") from None
 
 
-def step_schedulers(trainer: Trainer, interval: str, plateau: bool | None = None,
+def step_schedulers(trainer: TrainerHost, interval: str, plateau: bool | None = None,
                     index: int | None = None) -> None:
     """Step the schedulers of ``interval`` due now (``plateau``: only those that do / do not
     follow a metric; None: all). ``frequency`` counts, as in Lightning, the epochs (``epoch``)

@@ -18,18 +18,19 @@ from fulmen.callbacks.base import Callback
 from fulmen.datamodule import DataModule
 from fulmen.errors import StageExit
 from fulmen.hang import HangDoctor
+from fulmen.kernel.banner import banner
 from fulmen.module import Module
-from fulmen.status import banner, configure_logging
+from fulmen.status import configure_logging
 from fulmen.trainer import config, save_restore
 from fulmen.trainer.hooks import HookTable
 from fulmen.trainer.preemption import FitPreemption, Preempted
 from fulmen.utilities.rank_zero import set_rank
 
 if TYPE_CHECKING:
-    from fulmen.trainer.trainer import Trainer
+    from fulmen.trainer.stage_host import StageHost
 
 
-def run_stage(trainer: Trainer, stage: str, model: Module, datamodule: DataModule | None,
+def run_stage(trainer: StageHost, stage: str, model: Module, datamodule: DataModule | None,
               ckpt_path: Any, weights_only: bool, loaders: dict[str, Any], *extra: Any) -> Any:
     """One stage in this process, watched by the hang doctor from its first line: every
     wait for another rank (process group, setup, broadcasts, barriers, prepare_data, the
@@ -49,7 +50,7 @@ def run_stage(trainer: Trainer, stage: str, model: Module, datamodule: DataModul
     finally:
         doctor.stop()
 
-def _run_stage(trainer: Trainer, doctor: HangDoctor, stage: str, model: Module,
+def _run_stage(trainer: StageHost, doctor: HangDoctor, stage: str, model: Module,
                datamodule: DataModule | None, ckpt_path: Any, weights_only: bool,
                loaders: dict[str, Any], *extra: Any) -> Any:
     """One stage in this process: set-up, restore, loop, teardown."""
@@ -144,11 +145,11 @@ def _run_stage(trainer: Trainer, doctor: HangDoctor, stage: str, model: Module,
     trainer.profiler.describe()
     return result
 
-def _active_profiler(trainer: Trainer) -> profilers.Profiler | None:
+def _active_profiler(trainer: StageHost) -> profilers.Profiler | None:
     """The profiler, unless it records nothing (then the hooks are called unwrapped)."""
     return None if isinstance(trainer.profiler, profilers.PassThroughProfiler) else trainer.profiler
 
-def _announce(trainer: Trainer, stage: str, ckpt_path: Any) -> None:
+def _announce(trainer: StageHost, stage: str, ckpt_path: Any) -> None:
     """The run banner (rank 0): what was composed, where logs and checkpoints go."""
     checkpoint = trainer.checkpoint_callback
     progress = (f"epoch {trainer.current_epoch}, step {trainer.global_step}"
@@ -158,7 +159,7 @@ def _announce(trainer: Trainer, stage: str, ckpt_path: Any) -> None:
         checkpoint_dir=None if checkpoint is None else checkpoint.dirpath,
         resumed_from=None if ckpt_path is None else str(ckpt_path), progress=progress))
 
-def _log_hyperparams(trainer: Trainer) -> None:
+def _log_hyperparams(trainer: StageHost) -> None:
     """Lightning's: each logger gets the hyper-parameters of the module and the datamodule
     (those whose ``save_hyperparameters(logger=False)`` did not opt out), then the
     module's graph; on global rank zero."""
@@ -173,7 +174,7 @@ def _log_hyperparams(trainer: Trainer) -> None:
         trainer.logger_set.log_hyperparams(params)
     trainer.logger_set.log_graph(trainer.module)
 
-def _prepare_data(trainer: Trainer) -> None:
+def _prepare_data(trainer: StageHost) -> None:
     """``prepare_data`` of the DataModule and the module: once per node (local rank 0),
     or once per job (global rank 0) where ``prepare_data_per_node = False``."""
     from fulmen.datamodule import DataModule
@@ -190,7 +191,7 @@ def _prepare_data(trainer: Trainer) -> None:
                     "others here)"):
         trainer.strategy.barrier("prepare_data")
 
-def _teardown(trainer: Trainer, stage: str, failed: bool, status: str | None = None) -> None:
+def _teardown(trainer: StageHost, stage: str, failed: bool, status: str | None = None) -> None:
     errors: list[BaseException] = []
     status = status or (FAILED if failed else SUCCESS)
     for action in (lambda: trainer.hooks("teardown", stage) if trainer.hooks else None,
@@ -205,17 +206,17 @@ def _teardown(trainer: Trainer, stage: str, failed: bool, status: str | None = N
     if errors and not failed:
         raise errors[0]
 
-def _finalize_loggers(trainer: Trainer, status: str) -> None:
+def _finalize_loggers(trainer: StageHost, status: str) -> None:
     trainer.logger_set.finalize(status)
 
-def _progress_mark(trainer: Trainer) -> tuple[int, int]:
+def _progress_mark(trainer: StageHost) -> tuple[int, int]:
     """What the hang doctor watches: hook calls, and training batches started (the fit
     loop calls no hook per batch when nothing overrides the batch hooks); phases (set-up,
     barriers, ...) count on their own (``fulmen.hang.phase``)."""
     calls = trainer.hooks.count() if trainer.hooks is not None else 0
     return calls, trainer.run_state.progress.batches.started
 
-def _hang_phase(trainer: Trainer) -> str:
+def _hang_phase(trainer: StageHost) -> str:
     """The phase a hang report names: set-up steps by name; in the fit loop, which
     training batch (none yet: the first batch is being loaded or run)."""
     name = hang.current_phase()
@@ -226,7 +227,7 @@ def _hang_phase(trainer: Trainer) -> str:
                 "check)")
     return name
 
-def _anomaly_context(trainer: Trainer) -> Any:
+def _anomaly_context(trainer: StageHost) -> Any:
     if trainer.detect_anomaly:
         return torch.autograd.detect_anomaly(check_nan=True)
     return contextlib.nullcontext()

@@ -29,11 +29,11 @@ from fulmen.trainer.batches import batch_idx_as_taken, overridden, profiled_step
 from fulmen.trainer.finite import NonFiniteWatch, loss_of_output
 
 if TYPE_CHECKING:
+    from fulmen.trainer.loop_host import LoopHost
     from fulmen.trainer.results import Results
-    from fulmen.trainer.trainer import Trainer
 
 
-def training_step_call(trainer: Trainer) -> Any:
+def training_step_call(trainer: LoopHost) -> Any:
     """``strategy.step("training_step", batch, batch_idx)`` as a one-call function (profiled
     when a profiler records, timed on its first call when the module is compiled; without
     ``batch_idx`` for a ``training_step`` that does not take it, as Lightning)."""
@@ -49,7 +49,7 @@ class ManualStep:
     """``training_step`` steps its own optimizers (``self.optimizers()``, ``manual_backward``);
     a batch stepped when ``global_step`` moved."""
 
-    def __init__(self, trainer: Trainer, watch: NonFiniteWatch) -> None:
+    def __init__(self, trainer: LoopHost, watch: NonFiniteWatch) -> None:
         self.trainer, self.watch = trainer, watch
         self.losses = 0
 
@@ -74,7 +74,7 @@ class AutomaticStep:
     one optimizer, ``accumulate_grad_batches`` batches per step, ``Trainer.skip_backward``
     epochs that only run ``training_step`` (under no_grad)."""
 
-    def __init__(self, trainer: Trainer, watch: NonFiniteWatch) -> None:
+    def __init__(self, trainer: LoopHost, watch: NonFiniteWatch) -> None:
         self.trainer, self.watch = trainer, watch
         #: batches whose training_step returned a loss (None skips a batch)
         self.losses = 0

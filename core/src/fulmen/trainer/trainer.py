@@ -13,6 +13,7 @@ import torch
 
 from fulmen import arguments, compiling, profilers, quick_exit
 from fulmen.callbacks.base import Callback
+from fulmen.checkpoint import service
 from fulmen.datamodule import DataModule
 from fulmen.errors import FulmenError
 from fulmen.kernel.selection import select
@@ -324,7 +325,7 @@ class Trainer(TrainerProperties):
         if self.module is None:
             raise FulmenError("save_checkpoint needs a model: call it during or after fit")
         checkpoint = save_restore.dump(self, weights_only)
-        self.strategy.save_checkpoint(checkpoint, filepath)
+        service.save(self.strategy, checkpoint, filepath)
         self.strategy.barrier("save_checkpoint")
 
     def run_trial(self, steps: int, callbacks: Sequence[Callback] = (),

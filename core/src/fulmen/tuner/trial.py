@@ -15,7 +15,7 @@ from fulmen.trainer.hooks import HookTable
 
 if TYPE_CHECKING:
     from fulmen.callbacks.base import Callback
-    from fulmen.trainer.trainer import Trainer
+    from fulmen.trainer.stage_host import StageHost
 
 #: The Trainer flags a trial changes, per stage (the first one is the stage's batch limit).
 STAGE_LIMITS = {
@@ -26,7 +26,7 @@ STAGE_LIMITS = {
 }
 
 
-def run_trial(trainer: Trainer, steps: int, callbacks: Sequence[Callback] = (),
+def run_trial(trainer: StageHost, steps: int, callbacks: Sequence[Callback] = (),
               prepare: Callable[[], None] | None = None) -> None:
     """See :meth:`fulmen.Trainer.run_trial`."""
     if trainer.module is None or trainer.hooks is None or trainer.state not in STAGE_LIMITS:

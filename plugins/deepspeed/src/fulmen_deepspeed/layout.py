@@ -3,16 +3,20 @@
 ``*/zero_pp_rank_*_model_states.pt`` shards, written by DeepSpeed itself or by fulmen versions
 before checkpoints were canonical (with ``fulmen_meta.pt`` beside them). Registered by the
 plugin's ``fulmen_checkpoint_layouts`` hook, so ``fulmen checkpoint inspect|convert`` read such
-a directory. Nothing here imports torch or deepspeed at import time; nothing in a directory
-runs (torch's safe unpickler)."""
+a directory, and ``fulmen.checkpoint.service.load`` hands the ones an older fulmen wrote to a
+DeepSpeed strategy's engine (:meth:`DeepSpeedLayout.load`). Nothing here imports torch or
+deepspeed at import time; nothing in a directory runs (torch's safe unpickler)."""
 
 from __future__ import annotations
 
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fulmen.checkpoint.layouts import CheckpointLayout
+
+if TYPE_CHECKING:
+    from fulmen.api.strategy import Strategy
 
 META = "fulmen_meta.pt"  # fulmen's own entries beside the engine's shards (older versions)
 
@@ -45,3 +49,14 @@ class DeepSpeedLayout(CheckpointLayout):
             for key, value in flatten(module).items():
                 tensors.setdefault(f"state_dict.{key.removeprefix(prefix)}", value)
         return {"content": content, "tensors": tensors}
+
+    def load(self, strategy: Strategy, path: Path, weights_only: bool = True
+             ) -> dict[str, Any] | None:
+        """A directory an older fulmen's DeepSpeed strategy wrote, read by a DeepSpeed
+        strategy's engine (same world size); None otherwise (the service then says how to
+        convert it)."""
+        from fulmen_deepspeed.strategy import DeepSpeedStrategy
+
+        if not isinstance(strategy, DeepSpeedStrategy):
+            return None
+        return strategy.load_engine_directory(path, weights_only)

@@ -422,12 +422,15 @@ class DeepSpeedStrategy(ParallelStrategy):
 
     # ------------------------------------------------------------------ checkpoints
 
-    def load_checkpoint(self, path: Any, weights_only: bool = True) -> dict[str, Any]:
-        """Canonical checkpoints as every strategy reads them; also the DeepSpeed directories
-        older fulmen versions wrote (through the engine, on the same world size)."""
-        target = Path(path)
-        if not (target.is_dir() and (target / META).is_file() and (target / TAG).is_dir()):
-            return super().load_checkpoint(path, weights_only)
+    def load_engine_directory(self, target: Path, weights_only: bool = True
+                              ) -> dict[str, Any] | None:
+        """A DeepSpeed directory an older fulmen wrote (``fulmen_meta.pt`` beside the engine's
+        ``checkpoint`` tag), read through the engine on the same world size; None for any
+        other directory. Called by :meth:`DeepSpeedLayout.load
+        <fulmen_deepspeed.layout.DeepSpeedLayout.load>` when the checkpoint service meets
+        such a directory (canonical checkpoints are read by the service itself)."""
+        if not ((target / META).is_file() and (target / TAG).is_dir()):
+            return None
         from fulmen_deepspeed.consolidate import deepspeed_reads, read_meta
 
         trusted = not weights_only  # then DeepSpeed reads the files as it likes
