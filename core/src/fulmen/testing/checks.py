@@ -515,8 +515,9 @@ def check_strategy(name: str, strategy: Any, rec: Recorder, folder: Path) -> dic
         require(seen["start_step"] == 2 and seen["steps"] == 2,
                 f"the resumed fit started at step {seen['start_step']} and ran "
                 f"{seen['steps']} steps; expected 2 and 2",
-                "the checkpoint's loops state did not come back: load_checkpoint must return "
-                "what save_checkpoint was given", strategy, "load_checkpoint")
+                "the checkpoint's loops state did not come back: fulmen.checkpoint.service must "
+                "read back what it wrote, as the strategy declares it (sharded_checkpoint, "
+                "checkpoint_template, checkpoint_layout)", strategy, "checkpoint_template")
         require(models.close(seen["start_weights"], state["weights"]),
                 "the weights at the start of the resumed fit differ from the saved ones",
                 "load_module_state_dict must put the checkpoint's state_dict into the module "

@@ -39,7 +39,7 @@ FOLDER_VARIABLE = "FULMEN_TESTING_FOLDER"
 #: the members of a strategy whose calls each rank notes (every place a rank waits for another)
 SPIED = ("setup_environment", "setup_module", "setup_optimizers", "barrier", "broadcast",
          "all_gather", "reduce", "reduce_boolean_decision", "start_agreement",
-         "save_checkpoint", "load_checkpoint", "teardown")
+         "module_state_dict", "optimizer_state", "checkpoint_template", "teardown")
 
 
 def note(at_rank: int, **fields: Any) -> None:
