@@ -23,6 +23,11 @@ def to_dtype(value: str | torch.dtype, owner: str) -> torch.dtype:
     return DTYPES[value]
 
 
+def dtype_name(dtype: torch.dtype) -> str:
+    """``torch.bfloat16`` → ``"bfloat16"``: a dtype as the records' ``init_kwargs`` spell it."""
+    return str(dtype).removeprefix("torch.")
+
+
 def cast_floats(data: Any, dtype: torch.dtype) -> Any:
     """Cast the floating-point tensors of a nested batch; leave ints (labels, indices) alone."""
     return apply_to_tensors(data, lambda t: t.to(dtype), keep=is_floating)

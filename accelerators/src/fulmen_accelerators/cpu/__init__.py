@@ -2,16 +2,20 @@
 
 from fulmen import AcceleratorSpec, hookimpl
 
+#: The plugin's record: its registered name (read by the class it targets, so the name has
+#: one source), target and compatibility.
+SPEC = AcceleratorSpec(
+    name="cpu",
+    target="fulmen_accelerators.cpu.accelerator:CPUAccelerator",
+    device_type="cpu",
+    distributed_backend="gloo",
+    description="CPU; devices is the number of processes",
+)
+
 
 @hookimpl
 def fulmen_accelerators():
-    yield AcceleratorSpec(
-        name="cpu",
-        target="fulmen_accelerators.cpu.accelerator:CPUAccelerator",
-        device_type="cpu",
-        distributed_backend="gloo",
-        description="CPU; devices is the number of processes",
-    )
+    yield SPEC
 
 
 @hookimpl(trylast=True)

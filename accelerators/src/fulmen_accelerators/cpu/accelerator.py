@@ -8,12 +8,13 @@ from typing import Any
 import torch
 
 from fulmen import Accelerator, ConfigurationError
+from fulmen_accelerators.cpu import SPEC
 
 
 class CPUAccelerator(Accelerator):
     """Runs on the CPU. ``devices=k`` starts k processes (with a distributed strategy)."""
 
-    name = "cpu"
+    name = SPEC.name  # the registered name, from the plugin's record
     device_type = "cpu"
 
     @classmethod

@@ -1,19 +1,13 @@
 """The ``cuda`` accelerator plugin (alias ``gpu``): answers ``accelerator="auto"`` when a GPU
 is present."""
 
-from fulmen import AcceleratorSpec, hookimpl
+from fulmen import hookimpl
+from fulmen_accelerators.cuda.record import SPEC
 
 
 @hookimpl
 def fulmen_accelerators():
-    yield AcceleratorSpec(
-        name="cuda",
-        aliases=["gpu"],
-        target="fulmen_accelerators.cuda.accelerator:CUDAAccelerator",
-        device_type="cuda",
-        distributed_backend="nccl",
-        description="NVIDIA GPUs through CUDA; devices selects GPUs (count, indices, -1)",
-    )
+    yield SPEC
 
 
 @hookimpl

@@ -5,12 +5,13 @@ from __future__ import annotations
 import torch
 
 from fulmen import Accelerator
+from fulmen_accelerators.cuda.record import SPEC
 
 
 class CUDAAccelerator(Accelerator):
     """One process per GPU (with a distributed strategy); the current device is set per process."""
 
-    name = "cuda"
+    name = SPEC.name  # the registered name, from the plugin's record
     device_type = "cuda"
 
     @classmethod

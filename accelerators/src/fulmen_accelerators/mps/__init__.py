@@ -1,16 +1,12 @@
 """The ``mps`` accelerator plugin: Apple-silicon GPUs through Metal."""
 
-from fulmen import AcceleratorSpec, hookimpl
+from fulmen import hookimpl
+from fulmen_accelerators.mps.record import SPEC
 
 
 @hookimpl
 def fulmen_accelerators():
-    yield AcceleratorSpec(
-        name="mps",
-        target="fulmen_accelerators.mps.accelerator:MPSAccelerator",
-        device_type="mps",
-        description="Apple-silicon GPU through Metal Performance Shaders (one device)",
-    )
+    yield SPEC
 
 
 @hookimpl

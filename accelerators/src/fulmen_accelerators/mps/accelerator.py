@@ -7,12 +7,13 @@ import platform
 import torch
 
 from fulmen import Accelerator
+from fulmen_accelerators.mps.record import SPEC
 
 
 class MPSAccelerator(Accelerator):
     """Apple-silicon GPU; there is one device, index 0."""
 
-    name = "mps"
+    name = SPEC.name  # the registered name, from the plugin's record
     device_type = "mps"
 
     @classmethod

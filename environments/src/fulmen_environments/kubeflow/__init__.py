@@ -4,11 +4,15 @@ select it with ``plugins=["kubeflow"]``."""
 
 from fulmen import EnvironmentSpec, hookimpl
 
+#: The plugin's record: its registered name (read by the class it targets, so the name has
+#: one source), target and compatibility.
+SPEC = EnvironmentSpec(
+    name="kubeflow",
+    target="fulmen_environments.kubeflow.environment:KubeflowEnvironment",
+    description="Kubeflow PyTorchJob, one process per pod (select with plugins=['kubeflow'])",
+)
+
 
 @hookimpl
 def fulmen_environments():
-    yield EnvironmentSpec(
-        name="kubeflow",
-        target="fulmen_environments.kubeflow.environment:KubeflowEnvironment",
-        description="Kubeflow PyTorchJob, one process per pod (select with plugins=['kubeflow'])",
-    )
+    yield SPEC

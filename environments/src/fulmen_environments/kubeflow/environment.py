@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from fulmen import ConfigurationError
 from fulmen_environments import variables as v
+from fulmen_environments.kubeflow import SPEC
 from fulmen_environments.scheduled import EnvVariablesEnvironment
 
 REQUIRED = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")
 
 
 class KubeflowEnvironment(EnvVariablesEnvironment):
-    name = "kubeflow"
+    name = SPEC.name  # the registered name, from the plugin's record
     sigterm_window = 30.0  # Kubernetes' default terminationGracePeriodSeconds
 
     @staticmethod

@@ -8,6 +8,7 @@ import socket
 from collections.abc import Mapping
 
 from fulmen import ClusterEnvironment, ConfigurationError
+from fulmen_environments.local import SPEC
 
 
 class LocalEnvironment(ClusterEnvironment):
@@ -15,7 +16,7 @@ class LocalEnvironment(ClusterEnvironment):
     ``LOCAL_RANK``, ``NODE_RANK``, ``WORLD_SIZE``, ``RANK``. Without them it is process 0 of a
     run it will launch."""
 
-    name = "local"
+    name = SPEC.name  # the registered name, from the plugin's record
 
     def __init__(self) -> None:
         self._world_size = 1

@@ -2,14 +2,18 @@
 
 from fulmen import EnvironmentSpec, hookimpl
 
+#: The plugin's record: its registered name (read by the class it targets, so the name has
+#: one source), target and compatibility.
+SPEC = EnvironmentSpec(
+    name="lsf",
+    target="fulmen_environments.lsf.environment:LSFEnvironment",
+    description="IBM Spectrum LSF with jsrun (LSB_JOBID, LSB_DJOB_RANKFILE, JSM_NAMESPACE_*)",
+)
+
 
 @hookimpl
 def fulmen_environments():
-    yield EnvironmentSpec(
-        name="lsf",
-        target="fulmen_environments.lsf.environment:LSFEnvironment",
-        description="IBM Spectrum LSF with jsrun (LSB_JOBID, LSB_DJOB_RANKFILE, JSM_NAMESPACE_*)",
-    )
+    yield SPEC
 
 
 @hookimpl

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from fulmen import ConfigurationError
 from fulmen_environments import variables as v
+from fulmen_environments.lsf import SPEC
 from fulmen_environments.scheduled import ScheduledEnvironment
 
 REQUIRED = ("LSB_JOBID", "LSB_DJOB_RANKFILE", "JSM_NAMESPACE_SIZE", "JSM_NAMESPACE_RANK",
@@ -28,7 +29,7 @@ def read_rank_file(path: str) -> list[str]:
 
 
 class LSFEnvironment(ScheduledEnvironment):
-    name = "lsf"
+    name = SPEC.name  # the registered name, from the plugin's record
     sigterm_window = 10.0  # bkill: SIGINT, SIGTERM, then SIGKILL after JOB_TERMINATE_INTERVAL
 
     @property

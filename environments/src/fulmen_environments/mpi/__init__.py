@@ -8,13 +8,18 @@ SETS = (("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"), ("PMI_SIZE", "PMI_RANK
         ("MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_RANK"))
 
 
+#: The plugin's record: its registered name (read by the class it targets, so the name has
+#: one source), target and compatibility.
+SPEC = EnvironmentSpec(
+    name="mpi",
+    target="fulmen_environments.mpi.environment:MPIEnvironment",
+    description="mpirun / mpiexec (Open MPI, MPICH, MVAPICH)",
+)
+
+
 @hookimpl
 def fulmen_environments():
-    yield EnvironmentSpec(
-        name="mpi",
-        target="fulmen_environments.mpi.environment:MPIEnvironment",
-        description="mpirun / mpiexec (Open MPI, MPICH, MVAPICH)",
-    )
+    yield SPEC
 
 
 @hookimpl

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 from fulmen import ConfigurationError
 from fulmen_environments import variables as v
+from fulmen_environments.mpi import SPEC
 from fulmen_environments.scheduled import ScheduledEnvironment
 
 _PREFIXES = {"OMPI_COMM_WORLD": ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
@@ -18,7 +19,7 @@ _PREFIXES = {"OMPI_COMM_WORLD": ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
 
 
 class MPIEnvironment(ScheduledEnvironment):
-    name = "mpi"
+    name = SPEC.name  # the registered name, from the plugin's record
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         super().__init__(environ)

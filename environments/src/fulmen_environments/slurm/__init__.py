@@ -5,13 +5,18 @@ from fulmen import EnvironmentSpec, hookimpl
 INTERACTIVE_JOB_NAMES = ("bash", "interactive")
 
 
+#: The plugin's record: its registered name (read by the class it targets, so the name has
+#: one source), target and compatibility.
+SPEC = EnvironmentSpec(
+    name="slurm",
+    target="fulmen_environments.slurm.environment:SLURMEnvironment",
+    description="SLURM batch jobs (srun starts one process per task)",
+)
+
+
 @hookimpl
 def fulmen_environments():
-    yield EnvironmentSpec(
-        name="slurm",
-        target="fulmen_environments.slurm.environment:SLURMEnvironment",
-        description="SLURM batch jobs (srun starts one process per task)",
-    )
+    yield SPEC
 
 
 @hookimpl

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from fulmen import ConfigurationError, FulmenError
 from fulmen_environments import variables as v
 from fulmen_environments.scheduled import ScheduledEnvironment
+from fulmen_environments.slurm import SPEC
 from fulmen_environments.slurm.nodelist import expand
 
 REQUIRED = ("SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID",
@@ -29,7 +30,7 @@ class SLURMEnvironment(ScheduledEnvironment):
     requeueing. ``auto_requeue=False`` leaves both signals alone.
     """
 
-    name = "slurm"
+    name = SPEC.name  # the registered name, from the plugin's record
 
     def __init__(self, environ: Mapping[str, str] | None = None, auto_requeue: bool = True,
                  requeue_signal: signal.Signals = signal.SIGUSR1) -> None:

@@ -5,13 +5,18 @@ from fulmen import EnvironmentSpec, hookimpl
 MARKERS = ("TORCHELASTIC_RUN_ID", "GROUP_RANK", "LOCAL_WORLD_SIZE")
 
 
+#: The plugin's record: its registered name (read by the class it targets, so the name has
+#: one source), target and compatibility.
+SPEC = EnvironmentSpec(
+    name="torchelastic",
+    target="fulmen_environments.torchelastic.environment:TorchElasticEnvironment",
+    description="torchrun / torch.distributed.run (elastic restarts included)",
+)
+
+
 @hookimpl
 def fulmen_environments():
-    yield EnvironmentSpec(
-        name="torchelastic",
-        target="fulmen_environments.torchelastic.environment:TorchElasticEnvironment",
-        description="torchrun / torch.distributed.run (elastic restarts included)",
-    )
+    yield SPEC
 
 
 @hookimpl(tryfirst=True)

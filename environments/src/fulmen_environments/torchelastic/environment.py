@@ -7,6 +7,7 @@ import os
 from fulmen import ConfigurationError
 from fulmen_environments import variables as v
 from fulmen_environments.scheduled import EnvVariablesEnvironment
+from fulmen_environments.torchelastic import SPEC
 
 REQUIRED = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
             "MASTER_PORT")
@@ -18,7 +19,7 @@ class TorchElasticEnvironment(EnvVariablesEnvironment):
     an elastic restart apart from a first start: the Trainer then resumes from the newest
     checkpoint."""
 
-    name = "torchelastic"
+    name = SPEC.name  # the registered name, from the plugin's record
     sigterm_window = 30.0  # torchrun's agent: SIGTERM, then SIGKILL 30 s later
 
     @staticmethod

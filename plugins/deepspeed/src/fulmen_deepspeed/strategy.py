@@ -33,6 +33,7 @@ from fulmen import ConfigurationError, FulmenError
 from fulmen.api import as_messages
 from fulmen.utilities.forward_redirection import StepDispatcher
 from fulmen_deepspeed import config as ds_config
+from fulmen_deepspeed.records import RECORDS
 from fulmen_strategies.parallel import ParallelStrategy
 
 TAG = "checkpoint"
@@ -76,7 +77,7 @@ class DeepSpeedStrategy(ParallelStrategy):
     shards_parameters = True
     fixed_accumulation = True  # gradient_accumulation_steps is in the engine config
 
-    name = "deepspeed"
+    name = RECORDS[0].name  # the plugin's base name, from its records
 
     def __init__(self, stage: int | None = None, offload_optimizer: bool = False,
                  offload_parameters: bool = False, config: dict[str, Any] | str | Path | None

@@ -16,25 +16,31 @@ INSTALL = ("fulmen-horovod does not install Horovod itself: build it against the
            "checkout; see docs/horovod.md), or use strategy='ddp', which needs no extra library")
 
 
+#: The plugin's records: their registered names are read by the classes they target (one
+#: source for each name).
+STRATEGY = StrategySpec(
+    name="horovod",
+    target="fulmen_horovod.strategy:HorovodStrategy",
+    requires=["horovod"], install=INSTALL,
+    accelerators=["cpu", "cuda"],
+    description="Horovod ring-allreduce; processes started by horovodrun / mpirun",
+)
+ENVIRONMENT = EnvironmentSpec(
+    name="horovod",
+    target="fulmen_horovod.environment:HorovodEnvironment",
+    requires=["horovod"], install=INSTALL,
+    description="horovodrun --gloo (ranks from HOROVOD_RANK, HOROVOD_SIZE, ...)",
+)
+
+
 @hookimpl
 def fulmen_strategies():
-    yield StrategySpec(
-        name="horovod",
-        target="fulmen_horovod.strategy:HorovodStrategy",
-        requires=["horovod"], install=INSTALL,
-        accelerators=["cpu", "cuda"],
-        description="Horovod ring-allreduce; processes started by horovodrun / mpirun",
-    )
+    yield STRATEGY
 
 
 @hookimpl
 def fulmen_environments():
-    yield EnvironmentSpec(
-        name="horovod",
-        target="fulmen_horovod.environment:HorovodEnvironment",
-        requires=["horovod"], install=INSTALL,
-        description="horovodrun --gloo (ranks from HOROVOD_RANK, HOROVOD_SIZE, ...)",
-    )
+    yield ENVIRONMENT
 
 
 @hookimpl(tryfirst=True)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from fulmen_environments import variables as v
 from fulmen_environments.scheduled import ScheduledEnvironment
+from fulmen_horovod import ENVIRONMENT
 
 
 class HorovodEnvironment(ScheduledEnvironment):
@@ -14,7 +15,7 @@ class HorovodEnvironment(ScheduledEnvironment):
     (node rank). Horovod does its own rendezvous (``HOROVOD_GLOO_RENDEZVOUS_ADDR``/``_PORT``),
     which is what ``main_address``/``main_port`` report."""
 
-    name = "horovod"
+    name = ENVIRONMENT.name  # the registered name, from the plugin's record
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         super().__init__(environ)

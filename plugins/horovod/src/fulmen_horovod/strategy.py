@@ -12,6 +12,7 @@ import torch
 
 from fulmen import ConfigurationError, Strategy
 from fulmen.api import as_messages
+from fulmen_horovod import STRATEGY
 from fulmen_horovod import optimizers as opt_util
 from fulmen_horovod.runtime import import_horovod
 from fulmen_horovod.sync_batchnorm import convert_sync_batchnorm
@@ -32,7 +33,7 @@ class HorovodStrategy(Strategy):
     ``gradient_predivide_factor``: split the averaging before and after the sum.
     """
 
-    name = "horovod"
+    name = STRATEGY.name  # the registered name, from the plugin's record
 
     def __init__(self, backward_passes_per_step: int = 1, compression: str = "none",
                  gradient_predivide_factor: float = 1.0, sparse_as_dense: bool = False) -> None:

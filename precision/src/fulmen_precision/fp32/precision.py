@@ -1,9 +1,10 @@
 """float32 everywhere: the base class's behaviour, under its registered name."""
 
 from fulmen import Precision
+from fulmen_precision.fp32 import SPEC
 
 
 class Precision32(Precision):
     """Full float32 precision."""
 
-    name = "32-true"
+    name = SPEC.name  # the registered name, from the plugin's record

@@ -10,12 +10,13 @@ import torch
 
 from fulmen import Precision
 from fulmen_precision.dtypes import cast_floats, default_dtype
+from fulmen_precision.fp64 import SPEC
 
 
 class Precision64(Precision):
     """Double precision, for numerically sensitive work."""
 
-    name = "64-true"
+    name = SPEC.name  # the registered name, from the plugin's record
 
     @property
     def param_dtype(self) -> torch.dtype:

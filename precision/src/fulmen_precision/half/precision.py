@@ -9,7 +9,9 @@ from typing import Any
 import torch
 
 from fulmen import Precision
-from fulmen_precision.dtypes import cast_floats, default_dtype, to_dtype
+from fulmen.api.naming import name_for
+from fulmen_precision.dtypes import cast_floats, default_dtype, dtype_name, to_dtype
+from fulmen_precision.half import RECORDS
 
 
 class HalfPrecision(Precision):
@@ -17,7 +19,7 @@ class HalfPrecision(Precision):
 
     def __init__(self, dtype: str | torch.dtype = "bfloat16") -> None:
         self.dtype = to_dtype(dtype, "HalfPrecision")
-        self.name = "bf16-true" if self.dtype == torch.bfloat16 else "16-true"
+        self.name = name_for(RECORDS, {"dtype": dtype_name(self.dtype)}) or self.name
 
     @property
     def param_dtype(self) -> torch.dtype:

@@ -9,7 +9,9 @@ from typing import Any
 import torch
 
 from fulmen import Precision
-from fulmen_precision.dtypes import cast_floats, to_dtype
+from fulmen.api.naming import name_for
+from fulmen_precision.dtypes import cast_floats, dtype_name, to_dtype
+from fulmen_precision.mixed import RECORDS
 
 
 class MixedPrecision(Precision):
@@ -22,7 +24,7 @@ class MixedPrecision(Precision):
     def __init__(self, dtype: str | torch.dtype = "bfloat16",
                  scaler: torch.amp.GradScaler | None = None) -> None:
         self.dtype = to_dtype(dtype, "MixedPrecision")
-        self.name = "bf16-mixed" if self.dtype == torch.bfloat16 else "16-mixed"
+        self.name = name_for(RECORDS, {"dtype": dtype_name(self.dtype)}) or self.name
         self.scaler = scaler
         self._unscaled: set[int] = set()
 

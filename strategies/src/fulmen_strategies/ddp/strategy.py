@@ -44,7 +44,7 @@ class DDPStrategy(ParallelStrategy):
     wraps the model, so its gradient hooks see the recomputed graph).
     """
 
-    name = "ddp"
+    name = VARIANTS[0][0]  # "ddp": the registered names come from the one table
 
     def __init__(self, start_method: str = "popen", find_unused_parameters: bool = False,
                  static_graph: bool = False, gradient_as_bucket_view: bool = False,

@@ -14,13 +14,14 @@ from typing import Any
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
+from fulmen_strategies.ddp2 import SPEC
 from fulmen_strategies.dp.strategy import OneProcessPerNode, finish_step
 from fulmen_strategies.parallel import ParallelStrategy
 
 
 class DDP2Strategy(OneProcessPerNode, ParallelStrategy):
 
-    name = "ddp2"
+    name = SPEC.name  # the registered name, from the plugin's record
     def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
         local = self.data_parallel(module)
         return DistributedDataParallel(local) if self.distributed else local

@@ -2,14 +2,18 @@
 
 from fulmen import StrategySpec, hookimpl
 
+#: The plugin's record: its registered name (read by the class it targets, so the name has
+#: one source), target and compatibility.
+SPEC = StrategySpec(
+    name="dp",
+    target="fulmen_strategies.dp.strategy:DataParallelStrategy",
+    accelerators=["cuda"],
+    multi_node=False,
+    description="DataParallel: one process splits each batch over its GPUs (needs GPUs; "
+                "ddp is faster)",
+)
+
 
 @hookimpl
 def fulmen_strategies():
-    yield StrategySpec(
-        name="dp",
-        target="fulmen_strategies.dp.strategy:DataParallelStrategy",
-        accelerators=["cuda"],
-        multi_node=False,
-        description="DataParallel: one process splits each batch over its GPUs (needs GPUs; "
-                    "ddp is faster)",
-    )
+    yield SPEC

@@ -16,6 +16,7 @@ import torch
 from fulmen import Strategy
 from fulmen.apply import apply_to_tensors
 from fulmen.utilities.forward_redirection import StepDispatcher
+from fulmen_strategies.dp import SPEC
 from fulmen_strategies.local_collectives import LocalCollectives
 
 _END = {"training_step": "training_step_end", "validation_step": "validation_step_end",
@@ -63,7 +64,7 @@ class OneProcessPerNode:
 class DataParallelStrategy(OneProcessPerNode, LocalCollectives, Strategy):
     """``torch.nn.DataParallel`` on every selected GPU of this process."""
 
-    name = "dp"
+    name = SPEC.name  # the registered name, from the plugin's record
 
     def wrap_module(self, module: torch.nn.Module) -> torch.nn.Module:
         return self.data_parallel(module)

@@ -36,6 +36,7 @@ from torch.distributed.tensor import DTensor
 
 from fulmen import ConfigurationError
 from fulmen_strategies import activation_checkpointing as ac
+from fulmen_strategies.fsdp import SPEC
 from fulmen_strategies.parallel import ParallelStrategy
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ HSDP_DIMS = ("replicate", "shard")
 
 class FSDPStrategy(ParallelStrategy):
     shards_parameters = True
-    name = "fsdp"
+    name = SPEC.name  # the registered name, from the plugin's record
     def __init__(self, auto_wrap_policy: Iterable[type | str] | None = None,
                  cpu_offload: bool = False, reshard_after_forward: bool | None = None,
                  state_dict_type: str = "full", process_group_backend: str | None = None,

@@ -32,12 +32,13 @@ from fulmen import ConfigurationError
 from fulmen_strategies import activation_checkpointing as ac
 from fulmen_strategies import samplers
 from fulmen_strategies.fsdp.strategy import FSDPStrategy
+from fulmen_strategies.model_parallel import SPEC
 
 MESH_DIMS = ("data_parallel", "tensor_parallel")
 
 
 class ModelParallelStrategy(FSDPStrategy):
-    name = "model_parallel"
+    name = SPEC.name  # the registered name, from the plugin's record
 
     def __init__(self, parallelize_fn: Callable[[torch.nn.Module, Any], torch.nn.Module] |
                  None = None, data_parallel_size: int | str = "auto",

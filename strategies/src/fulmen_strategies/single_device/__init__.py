@@ -2,16 +2,20 @@
 
 from fulmen import StrategySpec, hookimpl
 
+#: The plugin's record: its registered name (read by the class it targets, so the name has
+#: one source), target and compatibility.
+SPEC = StrategySpec(
+    name="single_device",
+    target="fulmen_strategies.single_device.strategy:SingleDeviceStrategy",
+    max_devices=1,
+    multi_node=False,
+    description="one process on one device (CPU, a GPU, MPS)",
+)
+
 
 @hookimpl
 def fulmen_strategies():
-    yield StrategySpec(
-        name="single_device",
-        target="fulmen_strategies.single_device.strategy:SingleDeviceStrategy",
-        max_devices=1,
-        multi_node=False,
-        description="one process on one device (CPU, a GPU, MPS)",
-    )
+    yield SPEC
 
 
 @hookimpl(trylast=True)

@@ -6,12 +6,13 @@ import torch
 
 from fulmen import Strategy
 from fulmen_strategies.local_collectives import LocalCollectives
+from fulmen_strategies.single_device import SPEC
 
 
 class SingleDeviceStrategy(LocalCollectives, Strategy):
     """Trains in the current process on ``parallel_devices[0]``."""
 
-    name = "single_device"
+    name = SPEC.name  # the registered name, from the plugin's record
 
     @property
     def processes_per_node(self) -> int:

@@ -12,18 +12,23 @@ _TARGET = "fulmen_fairscale.ddp_sharded.strategy:ShardedDDPStrategy"
 PRECISIONS = ["32-true", "16-mixed", "bf16-mixed"]
 
 
-@hookimpl
-def fulmen_strategies():
-    yield StrategySpec(
+#: The plugin's records: ``ShardedDDPStrategy`` names an instance from them (one source for each
+#: name).
+RECORDS = (
+    StrategySpec(
         name="ddp_sharded", target=_TARGET, interactive=False,
         accelerators=["cpu", "cuda"], precisions=PRECISIONS,
         description="sharded DDP (FairScale OSS + ShardedDataParallel): optimizer state and "
-                    "gradients sharded; re-runs the script once per process")
-    yield StrategySpec(
+                    "gradients sharded; re-runs the script once per process"),
+    StrategySpec(
         name="ddp_sharded_spawn", target=_TARGET, interactive=False,
         init_kwargs={"start_method": "spawn"}, accelerators=["cpu", "cuda"],
         precisions=PRECISIONS,
         description="sharded DDP (FairScale OSS + ShardedDataParallel) in spawned workers; "
-                    "returns to the caller")
+                    "returns to the caller"),
+)
 
 
+@hookimpl
+def fulmen_strategies():
+    yield from RECORDS

@@ -21,8 +21,10 @@ from fairscale.optim import OSS
 
 from fulmen import ConfigurationError
 from fulmen.api import as_messages
+from fulmen.api.naming import name_for
 from fulmen.checkpoint import canonical
 from fulmen.utilities.forward_redirection import StepDispatcher
+from fulmen_fairscale.ddp_sharded import RECORDS
 from fulmen_fairscale.ddp_sharded.scaler import ShardedGradScaler, sharded_copy
 from fulmen_strategies.ddp.strategy import DDPStrategy
 
@@ -57,7 +59,7 @@ class ShardedDDPStrategy(DDPStrategy):
 
     shards_parameters = True  # OSS shards the optimizer state
 
-    name = "ddp_sharded"
+    name = RECORDS[0].name  # the plugin's base name, from its records
 
     def __init__(self, start_method: str = "popen", broadcast_buffers: bool = True,
                  reduce_buffer_size: int = 0, auto_refresh_trainable: bool = True,
@@ -68,8 +70,8 @@ class ShardedDDPStrategy(DDPStrategy):
         super().__init__(start_method=start_method, process_group_backend=process_group_backend,
                          timeout=timeout, rendezvous_timeout=rendezvous_timeout)
         if type(self).name == ShardedDDPStrategy.name:  # the registered name of these arguments
-            self.name = "ddp_sharded" + {"popen": "", "spawn": "_spawn", "fork": "_fork"}[
-                start_method]
+            self.name = name_for(RECORDS, {"start_method": start_method},
+                                 {"start_method": "popen"}) or self.name
         self.sdp_kwargs = {"broadcast_buffers": broadcast_buffers,
                            "reduce_buffer_size": reduce_buffer_size,
                            "auto_refresh_trainable": auto_refresh_trainable,

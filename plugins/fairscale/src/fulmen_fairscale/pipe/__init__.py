@@ -9,16 +9,20 @@ checkpointing. Nothing here imports torch or fairscale.
 
 from fulmen import StrategySpec, hookimpl
 
+#: The plugin's record: its registered name (read by the class it targets, so the name has
+#: one source), target and compatibility.
+SPEC = StrategySpec(
+    name="pipe", target="fulmen_fairscale.pipe.strategy:PipeStrategy",
+    accelerators=["cpu", "cuda"], multi_node=False,
+    # autocast is per thread and the pipeline computes in worker threads: mixed precision
+    # would silently run in float32, so only the "true" precisions are declared.
+    precisions=["32-true", "64-true", "bf16-true", "16-true"],
+    description="sequential model parallelism (FairScale Pipe): the module's nn.Sequential "
+                "split across the devices, micro-batches, activation checkpointing")
+
 
 @hookimpl
 def fulmen_strategies():
-    yield StrategySpec(
-        name="pipe", target="fulmen_fairscale.pipe.strategy:PipeStrategy",
-        accelerators=["cpu", "cuda"], multi_node=False,
-        # autocast is per thread and the pipeline computes in worker threads: mixed precision
-        # would silently run in float32, so only the "true" precisions are declared.
-        precisions=["32-true", "64-true", "bf16-true", "16-true"],
-        description="sequential model parallelism (FairScale Pipe): the module's nn.Sequential "
-                    "split across the devices, micro-batches, activation checkpointing")
+    yield SPEC
 
 

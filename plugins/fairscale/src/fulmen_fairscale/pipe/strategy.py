@@ -21,6 +21,7 @@ from fairscale.nn.pipe.worker import join_workers
 
 from fulmen import ConfigurationError
 from fulmen.api import as_messages
+from fulmen_fairscale.pipe import SPEC
 from fulmen_fairscale.pipe.locate import find_sequential, resolve_balance
 from fulmen_strategies.single_device.strategy import SingleDeviceStrategy
 
@@ -56,7 +57,7 @@ class PipeStrategy(SingleDeviceStrategy):
     deferred_batch_norm: batch-norm statistics over the whole batch, not per micro-batch.
     """
 
-    name = "pipe"
+    name = SPEC.name  # the registered name, from the plugin's record
 
     def __init__(self, balance: Sequence[int] | None = None, chunks: int = 1,
                  checkpoint: str = "except_last", module_name: str | None = None,
