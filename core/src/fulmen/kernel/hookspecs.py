@@ -244,9 +244,12 @@ def fulmen_checkpoint_layouts() -> Iterable[Any]:
 
     ``fulmen checkpoint inspect|convert|verify|diff`` recognise a directory in a registered
     layout (``CheckpointLayout.detect``), show its tensors and convert it into a canonical
-    checkpoint (``CheckpointLayout.read``); a strategy that cannot load it refuses it with the
-    command that converts it. Importing the layout class must be cheap: it is imported when a
-    checkpoint directory that is not DCP is read, not when plugins are listed.
+    checkpoint (``CheckpointLayout.read``). The checkpoint service (``fulmen.checkpoint.service``)
+    hands such a directory to ``CheckpointLayout.load(strategy, path, weights_only)``, which
+    reads it for a strategy that can (None: the service refuses it with the command that
+    converts it), and writes through ``CheckpointLayout.save`` for a strategy whose
+    ``checkpoint_layout`` names the layout. Importing the layout class must be cheap: it is
+    imported when a checkpoint directory that is not DCP is read, not when plugins are listed.
 
     :return: layouts (or layout classes); collected from every plugin.
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -109,7 +108,6 @@ class Trainer(TrainerProperties):
         replace_sampler_ddp: legacy spelling of ``use_distributed_sampler``.
     """
 
-    @arguments.suggest_unknown_keywords("Trainer")
     @arguments.suggest_unknown_keywords("Trainer")
     def __init__(
         self,
@@ -231,7 +229,7 @@ class Trainer(TrainerProperties):
         #: ids of the modules compiled in place already (compiled once per module)
         self.compiled_modules: set[int] = set()
         self._default_root_dir = config.root_dir(default_root_dir)
-        self._configure_determinism()
+        config.configure_determinism(self.deterministic, self.benchmark)
 
         from fulmen.loggers import resolve_loggers
         from fulmen.loggers.dispatch import LoggerSet
@@ -413,11 +411,3 @@ class Trainer(TrainerProperties):
         cb = self.checkpoint_callback
         if cb is not None and state["checkpoint"] is not None:
             cb.load_state_dict(state["checkpoint"])
-
-    def _configure_determinism(self) -> None:
-        if self.deterministic:
-            warn_only = self.deterministic == "warn"
-            torch.use_deterministic_algorithms(True, warn_only=warn_only)
-            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-        if self.benchmark is not None:
-            torch.backends.cudnn.benchmark = self.benchmark
