@@ -153,6 +153,11 @@ class TrainerView(Protocol):
         ...
 
     @property
+    def barebones(self) -> bool:
+        """``Trainer(barebones=True)``: logging and the features that cost per step are off."""
+        ...
+
+    @property
     def training(self) -> bool:
         ...
 

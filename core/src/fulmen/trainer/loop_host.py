@@ -32,6 +32,7 @@ class LoopHost(TrainerHost, Protocol):
     min_steps: int
     max_time: float | None
     limit_train_batches: int | float | None
+    limit_val_batches: int | float | None
     limit_predict_batches: int | float | None
     overfit_batches: int | float
     val_check_interval: int | float | None
@@ -42,6 +43,9 @@ class LoopHost(TrainerHost, Protocol):
     log_every_n_steps: int
     use_distributed_sampler: bool
     compile_options: dict[str, Any] | None
+    fast_dev_run: int
+    reload_dataloaders_every_n_epochs: int
+    barebones: bool
     # what the loops write
     should_stop: bool
     #: the coming epoch runs ``training_step`` only (``StochasticWeightAveraging``)

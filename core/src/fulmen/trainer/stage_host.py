@@ -35,8 +35,6 @@ class StageHost(LoopHost, Protocol):
     profiler: Profiler
     #: ids of the modules compiled in place already
     compiled_modules: set[int]
-    limit_val_batches: int | float | None
-    fast_dev_run: int
     sync_batchnorm: bool
     enable_autolog_hparams: bool
 

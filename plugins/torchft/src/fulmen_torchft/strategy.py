@@ -33,6 +33,7 @@ from fulmen import ConfigurationError, FulmenError
 from fulmen.utilities.forward_redirection import StepDispatcher
 from fulmen_strategies import samplers
 from fulmen_strategies.parallel import ParallelStrategy
+from fulmen_torchft.plugin import SPEC
 from fulmen_torchft.settings import ReplicaSettings
 
 log = logging.getLogger("fulmen")
@@ -61,7 +62,7 @@ class TorchFTStrategy(ParallelStrategy):
     server starts.
     """
 
-    name = "torchft"
+    name = SPEC.name  # the registered name, from the plugin's record
 
     def __init__(self, min_replicas: int | None = None, replica_group_id: int | None = None,
                  num_replica_groups: int | None = None, lighthouse: str | None = None,
