@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from fulmen.kernel.hookspecs import hookimpl
 from fulmen.kernel.records import StrategySpec
 
-
 #: The plugin's record: ``TorchFTStrategy`` reads its name from it (one source for the name).
 SPEC = StrategySpec(
     name="torchft", target="fulmen_torchft.strategy:TorchFTStrategy",
