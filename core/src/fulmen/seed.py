@@ -127,3 +127,13 @@ def set_rng_states(states: dict[str, Any]) -> None:
     random.setstate((p["version"], tuple(torch.as_tensor(p["state"]).tolist()), p["gauss"]))
     if "cuda" in states and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(states["cuda"])
+
+
+def configure_determinism(deterministic: bool | str | None, benchmark: bool | None) -> None:
+    """``Trainer(deterministic=..., benchmark=...)``: torch's deterministic algorithms (``"warn"``:
+    warn instead of raising) and ``torch.backends.cudnn.benchmark`` (None: left alone)."""
+    if deterministic:
+        torch.use_deterministic_algorithms(True, warn_only=deterministic == "warn")
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    if benchmark is not None:
+        torch.backends.cudnn.benchmark = benchmark

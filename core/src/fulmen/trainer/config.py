@@ -409,15 +409,3 @@ def check_call(trainer: LoopHost, model: Any, datamodule: Any, stage: str, *load
                                  "pass one of them")
     refuse_legacy_hooks(model, stage)
     return model
-
-
-def configure_determinism(deterministic: bool | str | None, benchmark: bool | None) -> None:
-    """``Trainer(deterministic=..., benchmark=...)``: torch's deterministic algorithms (``"warn"``:
-    warn instead of raising) and ``torch.backends.cudnn.benchmark`` (None: left alone)."""
-    import torch
-
-    if deterministic:
-        torch.use_deterministic_algorithms(True, warn_only=deterministic == "warn")
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    if benchmark is not None:
-        torch.backends.cudnn.benchmark = benchmark

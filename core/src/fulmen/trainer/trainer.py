@@ -17,6 +17,7 @@ from fulmen.datamodule import DataModule
 from fulmen.errors import FulmenError
 from fulmen.kernel.selection import select
 from fulmen.module import Module
+from fulmen.seed import configure_determinism
 from fulmen.status import configure_logging
 from fulmen.trainer import config, save_restore
 from fulmen.trainer.evaluation_loop import EvaluationLoop
@@ -229,7 +230,7 @@ class Trainer(TrainerProperties):
         #: ids of the modules compiled in place already (compiled once per module)
         self.compiled_modules: set[int] = set()
         self._default_root_dir = config.root_dir(default_root_dir)
-        config.configure_determinism(self.deterministic, self.benchmark)
+        configure_determinism(self.deterministic, self.benchmark)
 
         from fulmen.loggers import resolve_loggers
         from fulmen.loggers.dispatch import LoggerSet
@@ -328,18 +329,9 @@ class Trainer(TrainerProperties):
 
     def run_trial(self, steps: int, callbacks: Sequence[Callback] = (),
                   prepare: Callable[[], None] | None = None) -> None:
-        """Run a trial inside the running stage and put everything back: for tuners
-        (``LearningRateFinder``, ``BatchSizeFinder``), called from ``on_<stage>_start``.
-
-        Under fit: up to ``steps`` optimizer steps of the training loop (no validation, sanity
-        check, ``on_fit_start``/``on_fit_end``); under validate/test/predict: ``steps`` batches
-        of that loop. Only ``callbacks`` (and the module's hooks) run, nothing is logged, and the
-        data is set up afresh from the module or datamodule. Afterwards the weights, optimizer
-        and scheduler states, random state, counters, callbacks and loggers are as before, also
-        when the trial raises (e.g. out of memory): the exception propagates. ``prepare`` runs
-        after the state is saved, before the trial: change learning rates or
-        ``lr_scheduler_configs`` there, and they are put back too.
-        """
+        """Run a tuner's trial inside the running stage, then put everything back as it was
+        (:func:`fulmen.tuner.trial.run_trial`, which owns it, says what runs and what is put
+        back)."""
         from fulmen.tuner.trial import run_trial
 
         run_trial(self, steps, callbacks, prepare)

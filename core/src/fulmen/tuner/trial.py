@@ -28,7 +28,18 @@ STAGE_LIMITS = {
 
 def run_trial(trainer: StageHost, steps: int, callbacks: Sequence[Callback] = (),
               prepare: Callable[[], None] | None = None) -> None:
-    """See :meth:`fulmen.Trainer.run_trial`."""
+    """``trainer.run_trial``: run a trial inside the running stage and put everything back,
+    for tuners (``LearningRateFinder``, ``BatchSizeFinder``), called from ``on_<stage>_start``.
+
+    Under fit: up to ``steps`` optimizer steps of the training loop (no validation, sanity
+    check, ``on_fit_start``/``on_fit_end``); under validate/test/predict: ``steps`` batches of
+    that loop. Only ``callbacks`` (and the module's hooks) run, nothing is logged, and the data
+    is set up afresh from the module or datamodule. Afterwards the weights, optimizer and
+    scheduler states, random state, counters, callbacks and loggers are as before, also when
+    the trial raises (e.g. out of memory): the exception propagates. ``prepare`` runs after
+    the state is saved, before the trial: change learning rates or ``lr_scheduler_configs``
+    there, and they are put back too.
+    """
     if trainer.module is None or trainer.hooks is None or trainer.state not in STAGE_LIMITS:
         raise FulmenError("trainer.run_trial runs inside a stage: call it from a callback "
                           "hook of fit/validate/test/predict (e.g. on_fit_start)")
