@@ -36,6 +36,8 @@ class LoopHost(TrainerHost, Protocol):
     limit_predict_batches: int | float | None
     overfit_batches: int | float
     val_check_interval: int | float | None
+    #: ``val_check_interval`` given as a duration, in seconds (validation by the clock)
+    val_check_time_interval: float | None
     check_val_every_n_epoch: int | None
     num_sanity_val_steps: int
     accumulate_grad_batches: int
