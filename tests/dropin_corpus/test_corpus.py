@@ -66,6 +66,7 @@ CORPUS = {s.name: s for s in [
                              "--trainer.enable_progress_bar=false"), DDP_TRAINER),
     Script("pt_gan"),
     Script("pt_dqn"),
+    Script("pt_ppo", ("--steps_per_epoch", "256", "--batch_size", "64")),
     Script("fabric_image_classifier", ("--epochs", "2", "--batch-size", "50"), (), fabric=True),
     Script("fabric_kfold_cv", ("--epochs", "1", "--folds", "3", "--batch-size", "100"), (),
            fabric=True),

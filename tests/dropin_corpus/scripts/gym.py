@@ -6,10 +6,11 @@ Randomness comes from numpy's global generator, which ``seed_everything`` seeds.
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 
-__all__ = ["Env", "make"]
+__all__ = ["Env", "make", "spaces"]
 
 
 class Discrete:
@@ -24,6 +25,10 @@ class Discrete:
 class Box:
     def __init__(self, shape: tuple[int, ...]) -> None:
         self.shape = shape
+
+
+#: gym.spaces.box.Box / gym.spaces.discrete.Discrete, as the scripts spell them
+spaces = SimpleNamespace(box=SimpleNamespace(Box=Box), discrete=SimpleNamespace(Discrete=Discrete))
 
 
 class Env:
