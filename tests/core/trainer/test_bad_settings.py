@@ -47,7 +47,8 @@ TRAINER_CASES = [
     ({"num_nodes": True}, "num_nodes=True must be a positive int"),
     ({"precision": "17"}, "precision='17' is not a registered precision name"),
     ({"precision": None}, "precision=None: expected a registered precision name"),
-    ({"plugins": ["nope"]}, "no active plugin registers an environment or a precision named"),
+    ({"plugins": ["nope"]}, "no active plugin registers an environment, a precision or a stop "
+                            "notice named"),
     ({"plugins": 5}, "got 5 of type int, which fulmen does not know"),
     ({"logger": 5}, "logger=5 (int); use True, False, a registered logger name"),
     ({"callbacks": "x"}, "callbacks got a str; it takes fulmen.Callback objects"),
@@ -115,7 +116,8 @@ LITE_CASES = [
     ({"devices": 0}, "devices=0 is not valid for accelerator 'cpu'"),
     ({"num_nodes": 0}, "num_nodes=0 must be a positive int"),
     ({"precision": "17"}, "precision='17' is not a registered precision name"),
-    ({"plugins": ["nope"]}, "no active plugin registers an environment or a precision named"),
+    ({"plugins": ["nope"]}, "no active plugin registers an environment, a precision or a stop "
+                            "notice named"),
     ({"callbacks": 5}, "Lite(callbacks=5): got 5; callbacks takes objects with hook methods"),
     ({"loggers": [None]}, "loggers=[None]: the entry None (NoneType) is not a logger; use True, "),
     ({"gpus": 1}, "Lite(gpus=1) was read as accelerator='gpu', devices=1: "),
