@@ -25,6 +25,17 @@ _counter = itertools.count()
 os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(Path(sys.prefix) / "torch_extensions"))
 
 
+@pytest.fixture(autouse=True)
+def _environment_per_test() -> Iterator[None]:
+    """Each test starts from the session's environment variables: a launcher that made the
+    pytest process a rank (LOCAL_RANK, WORLD_SIZE...) must not change what later tests see."""
+    saved = dict(os.environ)
+    yield
+    if os.environ != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 class FakeDists:
     """Writes fake distributions into one folder that is put first on ``sys.path``."""
 

@@ -63,7 +63,11 @@ def parallelize_on(net: torch.nn.Module, mesh: Any) -> torch.nn.Module:
 
 
 def loader() -> DataLoader[Any]:
-    return DataLoader(Indexed(), batch_size=4)
+    """The kit's training data, shuffled with a fixed seed: the Trainer (always, over several
+    processes: Lightning's rule) and Lite (as Fabric: when the loader shuffles) then shard it
+    with the same seeded distributed sampler, and one process reads it in the same order."""
+    return DataLoader(Indexed(), batch_size=4, shuffle=True,
+                      generator=torch.Generator().manual_seed(0))
 
 
 class KitModule(fulmen.Module):
