@@ -39,6 +39,10 @@ _FSDP2_MANUAL = ("FSDP2 has no public way to run its forward hooks around a manu
                  "(fsdp/manual.py)")
 
 #: (file relative to the repository, attribute name or ``hasattr(...)`` code) -> why it is fine.
+_LIGHTNING_DEMO = ("a verbatim port of Lightning's transformer demo, which gives torch's "
+                   "MultiheadAttention the public reset_parameters it lacks (pytorch#107909), so a "
+                   "model materialised from the meta device is initialised as under Lightning")
+
 EXCEPTIONS: dict[tuple[str, str], str] = {
     # --- the standard library and the interpreter, not a plugin
     ("strategies/src/fulmen_strategies/launchers/lifetime.py", "_exit"):
@@ -70,6 +74,11 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("core/src/fulmen/hang.py", "_current_frames"):
         "sys._current_frames: the interpreter's documented way to read the main thread's stack "
         "from the hang doctor's thread",
+    ("core/src/fulmen/demos/transformer.py", "hasattr(MultiheadAttention, '_reset_parameters')"):
+        _LIGHTNING_DEMO,
+    ("core/src/fulmen/demos/transformer.py", "hasattr(MultiheadAttention, 'reset_parameters')"):
+        _LIGHTNING_DEMO,
+    ("core/src/fulmen/demos/transformer.py", "_reset_parameters"): _LIGHTNING_DEMO,
     ("core/src/fulmen/kernel/compose.py", "hasattr(sys, 'ps1')"):
         "probes the interpreter: sys.ps1 exists only in an interactive session",
     ("core/src/fulmen/lite.py", "_lite_launches"):
