@@ -129,8 +129,14 @@ def seen(run: Run, ranks: int, epoch: int, before: int | None = None) -> list[in
 def test_mid_epoch_resume_on_another_world_size(runs: Runs, source: tuple[str, int],
                                                 target: tuple[str, int]) -> None:
     """Checkpointed inside the first epoch (16 of its 32 samples trained on), resumed on another
-    world size: the epoch goes on with the samples not yet seen (each once when 16 samples are
-    whole rounds of the new world size; else the last partial round again, never a skip)."""
+    world size: the epoch goes on after the batches done, rescaled to the new world size.
+
+    Between several processes (each a seeded shuffling distributed sampler, as Lightning: one
+    permutation at every world size) the rest of the epoch is the samples not yet seen, each once
+    when 16 samples are whole rounds of the new world size, else the last partial round again,
+    never a skip. Between one process (the loader's own order) and several, the orders differ
+    (as under Lightning): the epoch still ends after its remaining batches, and the resume warns
+    that its samples are not exactly the unseen ones."""
     steps = 4 // source[1]
     first = runs("--strategy", source[0], "--devices", str(source[1]), "--epochs", "1",
                  "--save-at", str(steps))
@@ -139,11 +145,15 @@ def test_mid_epoch_resume_on_another_world_size(runs: Runs, source: tuple[str, i
     second = runs("--strategy", target[0], "--devices", str(target[1]), "--epochs", "1",
                   "--resume", str(first.out / "mid.ckpt"))
     before, after = seen(first, source[1], 0, steps), seen(second, target[1], 0)
-    assert sorted(before) == list(range(16))
-    if 16 % (4 * target[1]) == 0:
-        assert sorted(after) == list(range(16, 32))
+    assert len(before) == len(set(before)) == 16
+    rest = set(range(32)) - set(before)
+    if (source[1] == 1) != (target[1] == 1):
+        assert "not exactly the samples not yet seen" in second.output, second.output[-3000:]
+        assert len(after) == 16
+    elif 16 % (4 * target[1]) == 0:
+        assert sorted(after) == sorted(rest)
     else:
-        assert set(after) >= set(range(16, 32)) and len(after) <= 16 + 4 * target[1]
+        assert set(after) >= rest and len(after) <= 16 + 4 * target[1]
 
 
 @pytest.mark.parametrize("source", [

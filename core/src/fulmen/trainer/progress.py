@@ -130,6 +130,16 @@ def rescale(checkpoint: dict[str, Any], world_size: int, rank: int = 0) -> dict[
     if not epochs.get("started", 0) > epochs.get("completed", 0):
         return checkpoint  # not inside an epoch
     done = int(batches.get("completed", 0))
+    if (saved == 1) != (world_size == 1) and rank == 0:
+        import warnings
+
+        warnings.warn(
+            f"the checkpoint was taken inside an epoch ({done} batches) on {saved} data-parallel "
+            f"process(es) and resumes on {world_size}: one process reads the training loader in "
+            "its own order, several shard it with a seeded shuffling distributed sampler (as "
+            "Lightning), so the rest of this epoch is not exactly the samples not yet seen. For "
+            "an exact continuation, resume on one process from a one-process checkpoint and on "
+            "several from a several-process one, or checkpoint at an epoch end", stacklevel=2)
     start, over = divmod(done * saved, world_size)
     if over and rank == 0:
         import logging
