@@ -79,13 +79,8 @@ CORPUS = {s.name: s for s in [
 #: in `make test` too: a Trainer script, a Fabric script, the manual-optimization GAN, and DDP
 QUICK = {("pt_bug_report", False), ("fabric_dcgan", False), ("pt_gan", False),
          ("pt_datamodule_tutorial", True)}
-#: known differences (script, ddp) -> why; the test expects them to differ (strict xfail)
+#: known differences (script, ddp) -> why; the test expects them to differ (strict xfail); none today
 DIFFERENT: dict[tuple[str, bool], str] = {
-    ("pytorch_tensor_parallel/train", False): (
-        "loop order (engineer dropin): Lightning creates the training DataLoader's iterator, "
-        "which draws its base seed from torch's generator, in FitLoop.setup_data, before "
-        "on_train_start; fulmen after it, so the module's init_weights() in on_train_start "
-        "draws other numbers"),
 }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fulmen.errors import ConfigurationError
@@ -25,6 +26,15 @@ if TYPE_CHECKING:
     from fulmen.trainer.loop_host import LoopHost
 
 
+@dataclass
+class PreparedEpoch:
+    """An epoch's iterator made ahead of the epoch, with the random state it was made from."""
+
+    loader: Any
+    epoch_rng: Any
+    iterator: Any
+
+
 class TrainingEpochLoop:
     """Runs one training epoch (:meth:`run`); :attr:`total` counts the batches of every epoch
     of the fit (validation by batch count across epochs)."""
@@ -33,10 +43,20 @@ class TrainingEpochLoop:
         self.trainer, self.validation = trainer, validation
         self.total = 0
 
+    def prepare(self, loader: Any) -> PreparedEpoch:
+        """The iterator of the epoch ``trainer.current_epoch`` over ``loader``, made now (the
+        fit's first epoch, before ``on_train_start``, as Lightning), with the random state it
+        was made from (what a mid-epoch resume replays)."""
+        set_epoch(loader, self.trainer.current_epoch)
+        epoch_rng = rng_states()
+        return PreparedEpoch(loader, epoch_rng, iter(loader))
+
     def run(self, fit_data: FitData, resume: dict[str, Any] | None, rng_at_save: Any,
-            step: AutomaticStep | ManualStep, check_trainable: bool = False) -> None:
+            step: AutomaticStep | ManualStep, check_trainable: bool = False,
+            prepared: PreparedEpoch | None = None) -> None:
         """Run the epoch ``trainer.current_epoch`` from its first batch, or (``resume``: the
-        checkpoint's loop state) from the batch after the checkpoint's."""
+        checkpoint's loop state) from the batch after the checkpoint's. ``prepared``: its
+        iterator, made earlier by :meth:`prepare`."""
         loader, n_batches, val_every = fit_data.train, fit_data.n_batches, fit_data.val_every
         trainer = self.trainer
         module, hooks = trainer.module, trainer.hooks
@@ -49,10 +69,13 @@ class TrainingEpochLoop:
         hooks("on_train_epoch_start")
         if check_trainable:
             _check_trainable(module)
-        epoch_rng = resume["epoch_rng"] if resume is not None else rng_states()
-        if resume is not None:
-            set_rng_states(epoch_rng)
-        iterator: Any = iter(loader)
+        if prepared is not None:
+            epoch_rng, iterator = prepared.epoch_rng, prepared.iterator
+        else:
+            epoch_rng = resume["epoch_rng"] if resume is not None else rng_states()
+            if resume is not None:
+                set_rng_states(epoch_rng)
+            iterator = iter(loader)
         if n_batches == math.inf:  # unknown length: look one batch ahead to know the last one
             iterator = lookahead = Lookahead(iterator)
         else:

@@ -99,6 +99,11 @@ class FitLoop:
             return
         if fit_data.epoch_validates() and not fit_data.val_loaded:
             fit_data.val()  # Lightning requests them here too, before on_train_start
+        # Lightning creates the first epoch's iterator before on_train_start (FitLoop.setup_data):
+        # its base seed comes from torch's generator, before whatever that hook draws
+        if restore and not mid_epoch and "rng_states" in restore:
+            set_rng_states(restore["rng_states"])  # (as Lightning: restored before the iterator)
+        first = None if mid_epoch else self.epoch_loop.prepare(train)
         hooks("on_train_start")
         check_trainable = module.automatic_optimization
         self.epoch_loop.total = trainer.current_epoch * (
@@ -115,11 +120,11 @@ class FitLoop:
                 if not fit_data.n_batches:
                     break
             resume = loop_state if mid_epoch else None
-            if restore and not mid_epoch and "rng_states" in restore:
-                set_rng_states(restore["rng_states"])
             self.epoch_loop.run(fit_data, resume, restore.get("rng_states"), step,
-                                check_trainable)
-            check_trainable = False
+                                check_trainable,
+                                first if first is not None and first.loader is fit_data.train
+                                else None)
+            check_trainable, first = False, None
             restore, loop_state, mid_epoch = {}, {}, False
             if trainer.should_stop and not minimum_reached(trainer, trainer.current_epoch + 1):
                 # min_epochs/min_steps win over early stopping; should_stop stays set, so
