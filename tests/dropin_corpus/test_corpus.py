@@ -79,9 +79,8 @@ CORPUS = {s.name: s for s in [
 #: in `make test` too: a Trainer script, a Fabric script, the manual-optimization GAN, and DDP
 QUICK = {("pt_bug_report", False), ("fabric_dcgan", False), ("pt_gan", False),
          ("pt_datamodule_tutorial", True)}
-#: known differences (script, ddp) -> why; the test expects them to differ (strict xfail); none today
-DIFFERENT: dict[tuple[str, bool], str] = {
-}
+#: known differences (script, ddp) -> why; the test expects them to differ (strict xfail)
+DIFFERENT: dict[tuple[str, bool], str] = {}  # none today
 
 
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
