@@ -77,6 +77,7 @@ class Preemption:
         #: agreements started so far (distributed runs): far fewer than the steps
         self.votes = 0
         self._due = 1  # the poll that votes next: the same on every rank
+        self._world_size: int | None = None  # the run's, read once (poll runs every step)
         self._last_vote: tuple[int, float] | None = None  # rank zero: (poll, time) of its last
 
     def __getstate__(self) -> dict[str, Any]:
@@ -86,6 +87,7 @@ class Preemption:
     def start(self) -> None:
         """Start every source this process watches (a per-node source on local rank 0 only)."""
         local_zero = self.run.local_rank == 0
+        self._world_size = self.run.world_size  # fixed for the run; poll() runs every step
         try:
             for source in self.sources:
                 if source.per_node and not local_zero:
@@ -127,7 +129,10 @@ class Preemption:
         if not self.ledger.reported:
             self.ledger.report()
         code = _CODES[self.received]
-        if self.run.world_size <= 1:
+        world = self._world_size
+        if world is None:
+            world = self._world_size = self.run.world_size
+        if world <= 1:
             return _ACTIONS[code]
         self._polls += 1
         if self._polls < self._due:
