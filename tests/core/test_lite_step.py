@@ -1,7 +1,8 @@
-"""Lite sends each call of the module it set up through ``Strategy.step("forward", ...)`` when
-the strategy customises ``step``, as the Trainer sends ``training_step`` through it; a strategy
-that does not customise it is called directly (no extra frame). docs/plugin-contracts.md, "One
-training forward"."""
+"""Lite sends each call of the module it set up through ``Strategy.step("forward", ...)``, as
+the Trainer sends ``training_step`` through it, and every call through the precision's
+``convert_input``, ``forward_context`` and ``convert_output``: one path, whatever the strategy
+and precision override (no identity checks that skip a base class's method).
+docs/plugin-contracts.md, "One training forward"."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import torch
 
 import fulmen
+from fulmen_precision import Precision32
 from fulmen_strategies import SingleDeviceStrategy
 
 
@@ -48,10 +50,36 @@ def test_a_module_set_up_before_the_last_one_calls_its_wrapper():
     assert strategy.calls == [("forward", True)]
 
 
-def test_without_a_step_of_its_own_the_wrapper_is_called_directly():
-    lite = fulmen.Lite(accelerator="cpu", devices=1)
-    model = lite.setup(torch.nn.Linear(3, 1))
-    assert model.__dict__["_call"] is model.module  # the fast path: no step, no extra frame
+class Watching(Precision32):
+    """The base precision's behaviour, counting what each forward goes through."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def convert_input(self, data: Any) -> Any:
+        self.seen.append("convert_input")
+        return super().convert_input(data)
+
+    def forward_context(self) -> Any:
+        self.seen.append("forward_context")
+        return super().forward_context()
+
+    def convert_output(self, data: Any) -> Any:
+        self.seen.append("convert_output")
+        return super().convert_output(data)
+
+
+def test_every_call_goes_through_the_precision_and_the_base_step():
+    precision = Watching()
+    lite = fulmen.Lite(accelerator="cpu", devices=1, precision=precision)
+    first = lite.setup(torch.nn.Linear(3, 1))
+    last = lite.setup(torch.nn.Linear(3, 1))
+    x = torch.randn(2, 3)
+    for model in (last, first):  # the strategy's module (through step) and another one
+        precision.seen.clear()
+        assert torch.allclose(model(x), model.module(x))
+        assert precision.seen == ["convert_input", "forward_context", "convert_output"]
 
 
 def test_a_hook_on_the_wrapper_keeps_the_step():

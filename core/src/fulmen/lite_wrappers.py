@@ -10,21 +10,6 @@ import torch
 from fulmen.api.strategy import Strategy
 
 
-def plain_forward(strategy: Strategy) -> bool:
-    """Whether the precision does nothing to a forward's inputs, outputs or context (its
-    ``convert_input``, ``convert_output`` and ``forward_context`` are the base class's)."""
-    from fulmen.api.precision import Precision
-
-    precision = type(strategy.precision)
-    return all(getattr(precision, name) is getattr(Precision, name)
-               for name in ("convert_input", "convert_output", "forward_context"))
-
-
-def plain_step(strategy: Strategy) -> bool:
-    """Whether ``strategy.step`` is the base class's (it customises no forward)."""
-    return type(strategy).step is Strategy.step
-
-
 class LiteModule(torch.nn.Module):
     """The user's module; forward runs through the strategy's wrapper under the precision's
     context, outputs come back in the default float type. Attributes, ``state_dict`` keys and
@@ -36,17 +21,11 @@ class LiteModule(torch.nn.Module):
         self._forward_module = forward_module
         self._original_module = original
         self._strategy = strategy
-        # Hot path: a plain attribute (no nn.Module lookup), no precision calls when the
-        # precision does nothing to inputs, outputs or the forward context, and no call
-        # machinery of this wrapper's own until a hook is registered on it.
-        # A strategy that customises ``step`` gets each call of its module as
-        # ``step("forward", ...)``, as the Trainer's training_step goes through step.
-        stepped = not plain_step(strategy)
-        call: Any = None
-        if plain_forward(strategy):
-            call = _stepped_call(strategy, forward_module) if stepped else forward_module
-        object.__setattr__(self, "_call", call)
-        object.__setattr__(self, "_stepped", stepped)
+        # What every call reads, as plain attributes (no nn.Module lookup); calls skip this
+        # wrapper's own nn.Module call machinery until something is registered on it (hooks,
+        # ``compile``), which has nothing to run before then: both reach :meth:`forward`.
+        object.__setattr__(self, "_forward_call", forward_module)
+        object.__setattr__(self, "_direct", True)
 
     @property
     def module(self) -> torch.nn.Module:
@@ -65,17 +44,16 @@ class LiteModule(torch.nn.Module):
         return self._strategy.root_device
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """The wrapped module's call, without this wrapper's own ``nn.Module`` call machinery
-        while nothing is registered on the wrapper (hooks, ``compile``): those go through it."""
-        call = self.__dict__["_call"]
-        if call is not None:
-            return call(*args, **kwargs)
+        """:meth:`forward`; through ``nn.Module.__call__`` once something is registered on the
+        wrapper (hooks, ``compile``)."""
+        if self.__dict__["_direct"]:
+            return self.forward(*args, **kwargs)
         return super().__call__(*args, **kwargs)
 
     def _full_call(self) -> None:
         """Something was registered on the wrapper itself: every call goes through
-        ``nn.Module.__call__`` (and the precision's context) from now on."""
-        object.__setattr__(self, "_call", None)
+        ``nn.Module.__call__`` from now on."""
+        object.__setattr__(self, "_direct", False)
 
     def register_forward_pre_hook(self, *args: Any, **kwargs: Any) -> Any:
         self._full_call()
@@ -102,17 +80,20 @@ class LiteModule(torch.nn.Module):
         super().compile(*args, **kwargs)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        call = self.__dict__["_call"]
-        if call is not None:
-            return call(*args, **kwargs)
-        strategy = self._strategy
+        """The precision's ``convert_input``, the forward, its ``convert_output``. The forward
+        of the strategy's module (the one set up last) is ``strategy.step("forward", ...)``,
+        which enters the precision's context (a strategy customising ``step`` sees every call,
+        as the Trainer's ``training_step`` goes through it); another set-up module's runs in
+        the precision's ``forward_context``."""
+        strategy = self.__dict__["_strategy"]
+        forward_module = self.__dict__["_forward_call"]
         precision = strategy.precision
         args, kwargs = precision.convert_input((args, kwargs))
-        if self.__dict__["_stepped"] and strategy.model is self._forward_module:
-            output = strategy.step("forward", *args, **kwargs)  # enters the precision's context
+        if strategy.model is forward_module:
+            output = strategy.step("forward", *args, **kwargs)
         else:
             with precision.forward_context():
-                output = self._forward_module(*args, **kwargs)
+                output = forward_module(*args, **kwargs)
         return precision.convert_output(output)
 
     def state_dict(self, *args: Any, **kwargs: Any) -> Any:
@@ -132,19 +113,6 @@ class LiteModule(torch.nn.Module):
             super().__setattr__(name, value)
         else:
             setattr(self._original_module, name, value)
-
-
-def _stepped_call(strategy: Strategy, forward_module: torch.nn.Module) -> Callable[..., Any]:
-    """The hot path of a module whose strategy customises ``step``: ``step("forward", ...)``
-    while it is the strategy's module (the one set up last), else its wrapper directly."""
-    step = strategy.step
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        if strategy.model is forward_module:
-            return step("forward", *args, **kwargs)
-        return forward_module(*args, **kwargs)
-
-    return call
 
 
 class LiteOptimizer:

@@ -31,6 +31,7 @@ from typing import Any
 
 from fulmen import ConfigurationError
 from fulmen.api.notice import Notice, PreemptionNotice
+from fulmen_environments import aws_spot, azure_spot, gcp_preemption
 
 ENDPOINT_VARIABLE = "FULMEN_METADATA_ENDPOINT"
 
@@ -137,7 +138,7 @@ class AWSSpotNotice(MetadataNotice):
     ``{"action": "terminate" | "stop" | "hibernate", "time": "...Z"}`` about two minutes
     ahead. Uses IMDSv2 (a token from ``PUT /latest/api/token``), falling back to IMDSv1."""
 
-    name = "aws_spot"
+    name = aws_spot.SPEC.name  # the registered name, from the plugin's record
     default_window = 120.0
 
     def __init__(self, endpoint: str | None = None, interval: float = 2.0,
@@ -173,7 +174,7 @@ class GCPPreemptionNotice(MetadataNotice):
     """Compute Engine preemptible and spot VMs: ``instance/preempted`` turns ``TRUE`` when the
     VM is preempted; it is stopped 30 s later."""
 
-    name = "gcp_preemption"
+    name = gcp_preemption.SPEC.name  # the registered name, from the plugin's record
     default_endpoint = "http://metadata.google.internal"
     default_window = 30.0
 
@@ -190,7 +191,7 @@ class AzureSpotNotice(MetadataNotice):
     30 s ahead; ``NotBefore`` says when). Other event types (reboots, redeploys) are left to
     the user."""
 
-    name = "azure_spot"
+    name = azure_spot.SPEC.name  # the registered name, from the plugin's record
     default_window = 30.0
     event_types = ("Preempt",)
 

@@ -7,7 +7,7 @@ change. The strategy calls these around the user's code.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fulmen.api.naming import Named
@@ -71,10 +71,10 @@ class Precision(Named):
         """Cast outputs back to the default float type where the precision changed them."""
         return data
 
-    @contextlib.contextmanager
-    def forward_context(self) -> Iterator[None]:
-        """Context around forward / *_step calls (autocast for mixed precision)."""
-        yield
+    def forward_context(self) -> contextlib.AbstractContextManager[Any]:
+        """Context around forward / *_step calls (autocast for mixed precision). Default: no
+        context (a subclass may write it as a ``contextlib.contextmanager`` generator)."""
+        return contextlib.nullcontext()
 
     def module_init_context(self) -> contextlib.AbstractContextManager[None]:
         """Context in which new modules get this precision's parameter dtype (``*-true``)."""

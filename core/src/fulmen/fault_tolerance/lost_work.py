@@ -111,7 +111,9 @@ class Ledger:
         #: the resumes that led to this run, oldest first (kept in every checkpoint)
         self.history: list[dict[str, Any]] = []
         self.preemption: dict[str, Any] | None = None
-        self.reported = False
+        #: whether nothing is left for :meth:`report` to send (a run that did not resume has
+        #: nothing to report)
+        self.reported = True
         #: whether the heartbeat is written: once there is a checkpoint to count lost work from
         self.armed = False
         self._stop = threading.Event()
@@ -151,6 +153,7 @@ class Ledger:
         entry: dict[str, Any] = found if isinstance(found, dict) else {}
         self.history = list(entry.get("resumes", []))
         self.resume = self._resume(entry, restored, str(ckpt_path or "?"))
+        self.reported = False
         self.armed = True
 
     def begin(self) -> None:

@@ -104,7 +104,7 @@ class TrainingEpochLoop:
         preemption = preemption if preemption is not None and preemption.active else None
         has_start, has_end = hooks.has("on_train_batch_start"), hooks.has("on_train_batch_end")
         log_every, timed = trainer.log_every_n_steps, trainer.max_time is not None
-        batches = progress.batches
+        batches, run_state = progress.batches, trainer.run_state
         watch = step.watch
         batch_idx = start - 1
         exhausted = cut = False
@@ -113,8 +113,8 @@ class TrainingEpochLoop:
             if transfer is not None:
                 batch = transfer(batch, 0)
             results.batch = batch
-            trainer.run_state.steps_before_batch = trainer.global_step
-            last = batch_idx + 1 == n_batches or (lookahead is not None and lookahead.done)
+            run_state.steps_before_batch = trainer.global_step
+            last = batch_idx + 1 == n_batches if lookahead is None else lookahead.done
             if has_start and hooks("on_train_batch_start", batch, batch_idx) == -1:
                 # Lightning: the batch ends the epoch, and the schedulers step as at a last one
                 if not forward_only:

@@ -129,7 +129,11 @@ class HookTable:
 
     def __call__(self, name: str, *args: Any) -> Any:
         """Call every implementation; returns the module's result."""
-        return self._run(self.table.get(name), name, args)
+        calls = self.table.get(name)
+        if calls is None:  # nothing implements it (most hooks, most steps)
+            self.calls += 1
+            return None
+        return self._run(calls, name, args)
 
     def before_monitors(self, name: str, *args: Any) -> Any:
         """Plain callbacks and the module only (the monitoring callbacks run later)."""

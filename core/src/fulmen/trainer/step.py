@@ -90,10 +90,16 @@ class AutomaticStep:
         trainer = self.trainer
         module = trainer.module
         assert module is not None
+        assert trainer.hooks is not None
         self.results = results
         self.training_step = training_step_call(trainer)
+        self.hooks, self.strategy = trainer.hooks, trainer.strategy
+        self.backward = trainer.optimization.backward
+        #: whether anything implements ``on_before_zero_grad`` (the epoch's callbacks are set)
+        self.zero_grad_hook = self.hooks.has("on_before_zero_grad")
         self.optimizer: Any = trainer.optimizers[0] if trainer.optimizers else None
         self.accumulate = trainer.accumulate_grad_batches
+        self.first = True  # every batch starts its window when accumulate_grad_batches is 1
         self.forward_only = trainer.skip_backward
         self.after = trainer.optimization.after_closure_for(self.optimizer)
         self.own_step = overridden(module, "optimizer_step")
@@ -110,17 +116,18 @@ class AutomaticStep:
             with torch.no_grad():
                 return self.training_step(batch, batch_idx), False
         accumulate = self.accumulate
-        self.first = accumulate == 1 or batch_idx % accumulate == 0
-        if not (accumulate == 1 or (batch_idx + 1) % accumulate == 0 or last_of_epoch):
-            with trainer.strategy.no_backward_sync():
-                self.closure()
-            return self.output, False
+        if accumulate > 1:
+            self.first = batch_idx % accumulate == 0
+            if not ((batch_idx + 1) % accumulate == 0 or last_of_epoch):
+                with self.strategy.no_backward_sync():
+                    self.closure()
+                return self.output, False
         if self.own_step:
             module = trainer.module
             assert module is not None
             module.optimizer_step(self.epoch, batch_idx, self.user_optimizer, self.closure)
         else:
-            trainer.strategy.optimizer_step(self.optimizer, self.closure, self.after)
+            self.strategy.optimizer_step(self.optimizer, self.closure, self.after)
             trainer.global_step += 1
         if not self.ran:
             raise ConfigurationError(
@@ -134,9 +141,6 @@ class AutomaticStep:
     def closure(self) -> Any:
         """This batch's training_step, zero_grad and backward (what ``optimizer.step`` calls);
         returns the loss (None: the batch is skipped)."""
-        trainer = self.trainer
-        hooks = trainer.hooks
-        assert hooks is not None
         self.ran = True
         self.results.hook = "training_step"
         output = self.output = self.training_step(self.batch, self.batch_idx)
@@ -144,19 +148,21 @@ class AutomaticStep:
         loss = output if type(output) is torch.Tensor and not output.is_leaf and \
             output.numel() == 1 else loss_of(output)
         if self.first:
-            hooks("on_before_zero_grad", self.optimizer)
+            if self.zero_grad_hook:
+                self.hooks("on_before_zero_grad", self.optimizer)
             if self.own_zero:
-                assert trainer.module is not None
-                trainer.module.optimizer_zero_grad(self.epoch, self.batch_idx, self.optimizer)
+                module = self.trainer.module
+                assert module is not None
+                module.optimizer_zero_grad(self.epoch, self.batch_idx, self.optimizer)
             else:
                 self.optimizer.zero_grad(set_to_none=True)
         if loss is None:  # skip: no backward, and the zeroed gradients move nothing
             return None
         self.losses += 1
-        self.watch.record(loss, self.epoch, trainer.global_step, self.batch_idx)
+        self.watch.record(loss, self.epoch, self.trainer.global_step, self.batch_idx)
         if self.accumulate > 1:
             loss = loss / self.accumulate
-        trainer.optimization.backward(loss)
+        self.backward(loss)
         return loss
 
 

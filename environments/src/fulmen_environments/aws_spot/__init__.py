@@ -4,12 +4,16 @@ the name is selected."""
 
 from fulmen import NoticeSpec, hookimpl
 
+#: The plugin's record: its registered name (read by the class it targets, so the name has
+#: one source), target and description.
+SPEC = NoticeSpec(
+    name="aws_spot",
+    target="fulmen_environments.notices:AWSSpotNotice",
+    description="EC2 spot interruption (instance-metadata spot/instance-action, IMDSv2); "
+                "about 120 s of notice",
+)
+
 
 @hookimpl
 def fulmen_notices():
-    yield NoticeSpec(
-        name="aws_spot",
-        target="fulmen_environments.notices:AWSSpotNotice",
-        description="EC2 spot interruption (instance-metadata spot/instance-action, IMDSv2); "
-                    "about 120 s of notice",
-    )
+    yield SPEC

@@ -4,12 +4,16 @@ when the name is selected."""
 
 from fulmen import NoticeSpec, hookimpl
 
+#: The plugin's record: its registered name (read by the class it targets, so the name has
+#: one source), target and description.
+SPEC = NoticeSpec(
+    name="azure_spot",
+    target="fulmen_environments.notices:AzureSpotNotice",
+    description="Azure spot eviction (Scheduled Events, type Preempt); at least 30 s of "
+                "notice",
+)
+
 
 @hookimpl
 def fulmen_notices():
-    yield NoticeSpec(
-        name="azure_spot",
-        target="fulmen_environments.notices:AzureSpotNotice",
-        description="Azure spot eviction (Scheduled Events, type Preempt); at least 30 s of "
-                    "notice",
-    )
+    yield SPEC

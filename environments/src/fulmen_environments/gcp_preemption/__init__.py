@@ -4,11 +4,15 @@ imported when the name is selected."""
 
 from fulmen import NoticeSpec, hookimpl
 
+#: The plugin's record: its registered name (read by the class it targets, so the name has
+#: one source), target and description.
+SPEC = NoticeSpec(
+    name="gcp_preemption",
+    target="fulmen_environments.notices:GCPPreemptionNotice",
+    description="Compute Engine preemption (metadata instance/preempted); 30 s of notice",
+)
+
 
 @hookimpl
 def fulmen_notices():
-    yield NoticeSpec(
-        name="gcp_preemption",
-        target="fulmen_environments.notices:GCPPreemptionNotice",
-        description="Compute Engine preemption (metadata instance/preempted); 30 s of notice",
-    )
+    yield SPEC
