@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     import torch
 
 
+#: what the base class's ``forward_context`` returns: stateless and reentrant, so one is shared
+_NO_CONTEXT = contextlib.nullcontext()
+
 class Precision(Named):
     """32-bit float precision; the base every precision backend extends.
 
@@ -74,7 +77,7 @@ class Precision(Named):
     def forward_context(self) -> contextlib.AbstractContextManager[Any]:
         """Context around forward / *_step calls (autocast for mixed precision). Default: no
         context (a subclass may write it as a ``contextlib.contextmanager`` generator)."""
-        return contextlib.nullcontext()
+        return _NO_CONTEXT
 
     def module_init_context(self) -> contextlib.AbstractContextManager[None]:
         """Context in which new modules get this precision's parameter dtype (``*-true``)."""

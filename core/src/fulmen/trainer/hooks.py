@@ -73,6 +73,7 @@ class HookTable:
         self.profiler = profiler  # None: hooks are called unwrapped
         self.calls = 0  # hook calls so far: the hang doctor's progress counter
         self.module, self.callbacks = module, list(callbacks)
+        #: hook name -> its implementations; a name is here only when something implements it
         self.table: dict[str, tuple[tuple[bool, Callable[..., Any]], ...]] = {}
         self.main: dict[str, tuple[tuple[bool, Callable[..., Any]], ...]] = {}
         self.last: dict[str, tuple[tuple[bool, Callable[..., Any]], ...]] = {}

@@ -64,11 +64,14 @@ class Optimization:
         trainer = self.trainer
         module, hooks = trainer.module, trainer.hooks
         assert hooks is not None and module is not None
-        hooks("on_before_backward", loss)
+        implemented = hooks.table  # a hook nothing implements is not called (every step)
+        if "on_before_backward" in implemented:
+            hooks("on_before_backward", loss)
         if type(module).backward is not Module.backward:
             kwargs["run_backward"] = module.backward
         trainer.strategy.backward(loss, *args, **kwargs)
-        hooks("on_after_backward")
+        if "on_after_backward" in implemented:
+            hooks("on_after_backward")
 
     def after_closure_for(self, optimizer: Any) -> Callable[[], None] | None:
         """What runs between backward and the update (hooks, clipping); None when nothing."""
