@@ -1,7 +1,8 @@
 """The Trainer's configuration: every constructor argument that is not a plugin choice is
 checked here, once, before anything starts (:meth:`TrainerConfig.check`, with the generic checks
-of :mod:`fulmen.arguments`), and the default callbacks are chosen. Errors echo the value, say
-why it cannot work and name what would."""
+of :mod:`fulmen.arguments`); the default callbacks are chosen in
+:mod:`fulmen.trainer.default_callbacks`. Errors echo the value, say why it cannot work and name
+what would."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from fulmen import arguments, compiling, storage
-from fulmen.callbacks.base import Callback
 from fulmen.datamodule import DataModule
 from fulmen.errors import ConfigurationError
 from fulmen.kernel.legacy import translate_flag
@@ -340,52 +340,6 @@ def as_list(value: Any, kind: type, flag: str) -> list[Any]:
             raise ConfigurationError(f"{flag} got a {type(item).__name__}; it takes "
                                      f"{kind.__module__.split('.')[0]}.{kind.__name__} objects")
     return items
-
-
-def default_callbacks(callbacks: list[Callback], checkpointing: bool, progress: bool,
-                       summary: bool) -> list[Callback]:
-    """``callbacks`` plus the defaults the flags ask for and ``callbacks`` lacks (only the
-    callback modules in use are imported)."""
-    from fulmen.callbacks.checkpoint import ModelCheckpoint
-    from fulmen.callbacks.progress import ProgressBar
-    from fulmen.callbacks.summary import ModelSummary, RichModelSummary
-
-    bars = [c for c in callbacks if isinstance(c, ProgressBar)]
-    if len(bars) > 1:
-        raise ConfigurationError(f"You added multiple progress bar callbacks to the Trainer "
-                                 f"({', '.join(type(c).__name__ for c in bars)}); keep one of "
-                                 "them")
-    if bars and not progress:
-        raise ConfigurationError(f"Trainer was configured with `enable_progress_bar=False` but "
-                                 f"found `{type(bars[0]).__name__}` in callbacks list; drop one "
-                                 "of them")
-    has_checkpoint = any(isinstance(c, ModelCheckpoint) for c in callbacks)
-    if has_checkpoint and not checkpointing:
-        raise ConfigurationError("Trainer(enable_checkpointing=False) was given a "
-                                 "ModelCheckpoint callback; drop one of them")
-    extra: list[Callback] = []
-    if summary and not any(isinstance(c, ModelSummary) for c in callbacks):
-        rich = False  # rich bars get the rich table, as in Lightning
-        if bars:
-            from fulmen.callbacks.rich_progress import RichProgressBar
-
-            rich = isinstance(bars[0], RichProgressBar)
-        extra.append(RichModelSummary() if rich else ModelSummary())
-    if progress and not bars:
-        from fulmen.callbacks.tqdm_progress import TQDMProgressBar
-
-        extra.append(TQDMProgressBar())
-    if checkpointing and not has_checkpoint:
-        extra.append(ModelCheckpoint())
-    return callbacks + extra
-
-
-def merge_callbacks(existing: list[Callback], from_model: list[Callback]) -> list[Callback]:
-    """Callbacks from ``configure_callbacks`` replace the Trainer's of the same type."""
-    if not from_model:
-        return existing
-    kinds = {type(c) for c in from_model}
-    return [c for c in existing if type(c) not in kinds] + from_model
 
 
 def check_call(trainer: LoopHost, model: Any, datamodule: Any, stage: str, *loaders: Any

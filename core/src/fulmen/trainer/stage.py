@@ -21,7 +21,7 @@ from fulmen.hang import HangDoctor
 from fulmen.kernel.banner import banner
 from fulmen.module import Module
 from fulmen.status import configure_logging
-from fulmen.trainer import config, save_restore
+from fulmen.trainer import config, default_callbacks, save_restore
 from fulmen.trainer.hooks import HookTable
 from fulmen.trainer.preemption import FitPreemption, Preempted
 from fulmen.utilities.rank_zero import set_rank
@@ -76,7 +76,7 @@ def _run_stage(trainer: StageHost, doctor: HangDoctor, stage: str, model: Module
             lg.set_version(trainer.strategy.broadcast(lg.version))
     callbacks_from_model = config.as_list(model.configure_callbacks(), Callback,
                                     "configure_callbacks()")
-    trainer.callbacks = config.merge_callbacks(trainer.callbacks, callbacks_from_model)
+    trainer.callbacks = default_callbacks.merge_callbacks(trainer.callbacks, callbacks_from_model)
     _prepare_data(trainer)  # after configure_callbacks, as Lightning
     trainer.hooks = HookTable(trainer, model, trainer.callbacks, profiler=_active_profiler(trainer))
     trainer.profiler.setup(stage, trainer.local_rank, trainer.log_dir)

@@ -19,7 +19,7 @@ from fulmen.kernel.selection import select
 from fulmen.module import Module
 from fulmen.seed import configure_determinism
 from fulmen.status import configure_logging
-from fulmen.trainer import config, save_restore
+from fulmen.trainer import config, default_callbacks, save_restore
 from fulmen.trainer.evaluation_loop import EvaluationLoop
 from fulmen.trainer.fit_loop import FitLoop
 from fulmen.trainer.hooks import HookTable
@@ -239,7 +239,7 @@ class Trainer(TrainerProperties):
         #: hyper-parameters once, failures isolated); ``loggers`` is its list
         self.logger_set = LoggerSet(resolve_loggers(settings.logger, self._default_root_dir),
                                     rank=current_rank)
-        self.callbacks: list[Callback] = config.default_callbacks(
+        self.callbacks: list[Callback] = default_callbacks.default_callbacks(
             config.as_list(callbacks, Callback, "callbacks"), settings.enable_checkpointing,
             settings.enable_progress_bar, settings.enable_model_summary)
 
