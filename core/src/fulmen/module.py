@@ -107,6 +107,8 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
     #: True while ``torch.jit`` walks the module's attributes (:func:`jit_tracing`): ``trainer``
     #: is then None instead of an error on a module not attached to a Trainer
     _jit_is_scripting: bool = False
+    #: what :attr:`strict_loading` was set to (None: not set, which is strict)
+    _strict_loading: bool | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -499,12 +501,25 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
             param.requires_grad = True
         self.train()
 
+    @property
+    def strict_loading(self) -> bool:
+        """Whether a checkpoint's ``state_dict`` must hold exactly this module's keys when a
+        Trainer resumes from it (``ckpt_path``) and in :meth:`load_from_checkpoint` without
+        ``strict``; False loads the keys that match and ignores the rest (Lightning's
+        ``LightningModule.strict_loading``). Default: True."""
+        return self._strict_loading in (None, True)
+
+    @strict_loading.setter
+    def strict_loading(self, strict: bool | None) -> None:
+        self._strict_loading = strict
+
     @classmethod
     def load_from_checkpoint(cls, checkpoint_path: str | Path, map_location: Any = None,
-                             strict: bool = True, weights_only: bool = True,
+                             strict: bool | None = None, weights_only: bool = True,
                              **kwargs: Any) -> Module:
         """Build the module from the hyper-parameters saved in a checkpoint (``kwargs``
-        override them) and load its weights. Reads fulmen and Lightning checkpoints.
+        override them) and load its weights (``strict``: every key must match; default: the
+        built module's :attr:`strict_loading`). Reads fulmen and Lightning checkpoints.
         Hyper-parameters saved as references (``nn.Module``, ``functools.partial``: a
         ``class_path`` and ``init_args``) are re-created, which imports and calls the recorded
         class: load checkpoints you trust, or pass such objects in ``kwargs``."""
@@ -521,5 +536,12 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
         else:
             model = cls(**{**hparams, **kwargs})
         model.on_load_checkpoint(checkpoint)
+        if model._strict_loading is not None and strict is not None and \
+                strict != model.strict_loading:
+            raise ConfigurationError(
+                f"{cls.__name__}.load_from_checkpoint(..., strict={strict!r}) conflicts with "
+                f"{cls.__name__}.strict_loading = {model.strict_loading!r}; set the same value "
+                "for both, or leave strict out")
+        strict = model.strict_loading if strict is None else strict
         load_state_into(model, checkpoint["state_dict"], strict, str(checkpoint_path))
         return model

@@ -109,9 +109,7 @@ def test_barebones_fit_writes_nothing_and_skips_the_sanity_check(tmp_path, caplo
 
 
 @pytest.mark.parametrize(("strict_loading", "expected"), [
-    (None, True), (True, True),
-    pytest.param(False, False, marks=pytest.mark.skip(
-        reason="Module.strict_loading=False is not implemented: resuming checks every key"))])
+    (None, True), (True, True), (False, False)])
 def test_strict_loading(strict_loading, expected, tmp_path):
     """Test that the Trainer respects the `Module.strict_loading` setting (an unexpected key in
     the checkpoint is an error unless strict_loading is False)."""
@@ -132,3 +130,27 @@ def test_strict_loading(strict_loading, expected, tmp_path):
     else:
         trainer.fit(model, ckpt_path=tmp_path / "extra.ckpt")
         assert trainer.global_step == 2
+
+
+def test_load_from_checkpoint_follows_strict_loading(tmp_path):
+    """``load_from_checkpoint`` without ``strict`` takes the module's ``strict_loading``
+    (Lightning's ``_load_state``); both given and different is an error."""
+    from fulmen.errors import ConfigurationError
+
+    class Lenient(BoringModel):
+        def __init__(self):
+            super().__init__()
+            self.strict_loading = False
+
+    trainer = Trainer(default_root_dir=tmp_path, barebones=True, max_steps=1)
+    trainer.fit(BoringModel())
+    trainer.save_checkpoint(tmp_path / "checkpoint.ckpt")
+    checkpoint = torch.load(tmp_path / "checkpoint.ckpt", weights_only=True)
+    checkpoint["state_dict"]["unexpected"] = torch.zeros(1)
+    torch.save(checkpoint, tmp_path / "extra.ckpt")
+
+    with pytest.raises(ConfigurationError, match="unexpected"):
+        BoringModel.load_from_checkpoint(tmp_path / "extra.ckpt")
+    assert isinstance(Lenient.load_from_checkpoint(tmp_path / "extra.ckpt"), Lenient)
+    with pytest.raises(ConfigurationError, match="conflicts with"):
+        Lenient.load_from_checkpoint(tmp_path / "extra.ckpt", strict=True)

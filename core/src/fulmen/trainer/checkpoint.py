@@ -84,8 +84,9 @@ def require_resumable_version(checkpoint: dict[str, Any], path: str) -> None:
         "start a new run from its weights: YourModule.load_from_checkpoint(path)")
 
 
-def check_keys(module: torch.nn.Module, state: dict[str, Any], path: str) -> None:
-    """An error that lists the missing and unexpected keys, if any."""
+def check_keys(module: torch.nn.Module, state: dict[str, Any], path: str,
+               remedy: str = "Pass strict=False to load the keys that match.") -> None:
+    """An error that lists the missing and unexpected keys, if any, and says ``remedy``."""
     own = set(module.state_dict())
     missing = sorted(own - set(state))
     unexpected = sorted(set(state) - own)
@@ -93,22 +94,15 @@ def check_keys(module: torch.nn.Module, state: dict[str, Any], path: str) -> Non
         raise ConfigurationError(
             f"checkpoint {path!r} does not fit {type(module).__name__}: missing keys "
             f"{_few(missing)}, unexpected keys {_few(unexpected)}. Was it saved from another "
-            "model? Pass strict=False to load the keys that match."
+            f"model? {remedy}"
         )
 
 
 def load_state_into(module: torch.nn.Module, state: dict[str, Any], strict: bool,
                     path: str) -> None:
     """``load_state_dict`` with an error that lists the missing and unexpected keys."""
-    own = set(module.state_dict())
-    missing = sorted(own - set(state))
-    unexpected = sorted(set(state) - own)
-    if strict and (missing or unexpected):
-        raise ConfigurationError(
-            f"checkpoint {path!r} does not fit {type(module).__name__}: missing keys "
-            f"{_few(missing)}, unexpected keys {_few(unexpected)}. Was it saved from another "
-            "model? Pass strict=False to load the keys that match."
-        )
+    if strict:
+        check_keys(module, state, path)
     try:
         module.load_state_dict(state, strict=strict)
     except RuntimeError as exc:  # shapes that differ

@@ -223,13 +223,17 @@ def restore(trainer: StageHost, stage: str, ckpt_path: Any, weights_only: bool
         require_resumable_version(checkpoint, path)
     assert trainer.module is not None
     trainer.module.on_load_checkpoint(checkpoint)
-    check_keys(trainer.module, checkpoint["state_dict"], path)
+    strict = trainer.module.strict_loading
+    if strict:
+        check_keys(trainer.module, checkpoint["state_dict"], path, remedy=(
+            "Set model.strict_loading = False to load the keys that match."))
     try:
-        trainer.strategy.load_module_state_dict(checkpoint["state_dict"])
+        trainer.strategy.load_module_state_dict(checkpoint["state_dict"], strict=strict)
     except RuntimeError as exc:  # shapes that differ
         from fulmen.checkpoint.fit import fit_error
 
-        raise fit_error(path, trainer.module, checkpoint["state_dict"], exc) from exc
+        raise fit_error(path, trainer.module, checkpoint["state_dict"], exc,
+                        strict=strict) from exc
     if stage != "fit":
         return None
     for callback in trainer.callbacks:
