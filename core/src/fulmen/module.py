@@ -344,12 +344,18 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
         process, and Metric objects are found without the attribute name.
         """
         trainer = self._trainer
-        results = trainer.metrics.current if trainer is not None else None
-        if trainer is not None and trainer.barebones:
+        if trainer is None:  # a warning, so that *_step methods can be tested alone (Lightning)
+            rank_zero_warn(f"You are trying to `self.log()` ({name!r}) but the `self.trainer` "
+                           "reference is not registered on the model yet. This is most likely "
+                           "because the model hasn't been passed to the `Trainer`: nothing is "
+                           "logged", stacklevel=3)
+            return
+        if trainer.barebones:
             rank_zero_warn("You are trying to `self.log()` but `Trainer(barebones=True)` is "
                            "configured. Logging can impact raw speed so it is disabled under "
                            "this setting.", stacklevel=3)
             return
+        results = trainer.metrics.current
         if results is None:
             raise FulmenError(f"self.log({name!r}, ...) was called outside a Trainer hook; "
                               "log from training_step, validation_step, test_step or hooks")

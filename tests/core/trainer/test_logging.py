@@ -132,8 +132,14 @@ def test_logging_where_it_is_not_supported():
     with pytest.raises(ConfigurationError, match=r"self.log\('nope', ...\) is not supported in "
                        r"predict_step; log from one of: "):
         fulmen.Trainer(**lean()).predict(Bad(), loader(n=8))
-    with pytest.raises(fulmen.FulmenError, match="outside a Trainer hook"):
+    # not attached to a Trainer: a warning, so that a *_step can be tested alone (Lightning)
+    with pytest.warns(UserWarning, match="`self.trainer` reference is not registered"):
         TinyModule().log("x", 1.0)
+    attached = TinyModule()
+    trainer = fulmen.Trainer(**lean())
+    trainer.fit(attached, loader(n=8))
+    with pytest.raises(fulmen.FulmenError, match="outside a Trainer hook"):
+        attached.log("x", 1.0)  # attached, but no hook is running
 
 
 def test_on_step_in_validation_logs_per_batch_with_suffixes():
