@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 #: what the base class's ``forward_context`` returns: stateless and reentrant, so one is shared
 _NO_CONTEXT = contextlib.nullcontext()
 
+
 class Precision(Named):
     """32-bit float precision; the base every precision backend extends.
 
