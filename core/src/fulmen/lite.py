@@ -32,6 +32,7 @@ from fulmen.lite_preemption import LitePreemption
 from fulmen.lite_wrappers import EmptyInit, LiteDataLoader, LiteModule, LiteOptimizer
 from fulmen.loggers import resolve_loggers
 from fulmen.loggers.dispatch import LoggerSet
+from fulmen.module import Module
 from fulmen.utilities.rank_zero import rank_zero_warn, set_rank
 
 
@@ -342,7 +343,11 @@ class Lite(SelectionReport):
         wrapped = self.setup_module(module, move_to_device=move_to_device, compile=compile)
         if not optimizers:
             return wrapped
-        return (wrapped, *self._wrap_optimizers(optimizers))
+        lite_optimizers = self._wrap_optimizers(optimizers)
+        original = wrapped.module
+        if isinstance(original, Module):  # its optimizers() returns these (Fabric's rule)
+            original.lite_optimizers = list(lite_optimizers)
+        return (wrapped, *lite_optimizers)
 
     def setup_module(self, module: torch.nn.Module, move_to_device: bool = True,
                      compile: bool | dict[str, Any] | None = None) -> LiteModule:
@@ -380,7 +385,12 @@ class Lite(SelectionReport):
         self._writer(False)  # notes a background writer the strategy came with
         if settings is not None:
             forward = torch.compile(forward, **settings)  # type: ignore[assignment]
-        return LiteModule(forward, strategy.module or module, strategy)
+        original = strategy.module or module
+        if isinstance(original, Module):  # as Fabric with a LightningModule: its self.log,
+            original.lite = self  # optimizers(), backward... go through this Lite, and
+            if original not in self._callbacks:  # lite.call(hook) reaches its hooks
+                self._callbacks.append(original)
+        return LiteModule(forward, original, strategy)
 
     def setup_optimizers(self, *optimizers: torch.optim.Optimizer) -> Any:
         """Wrap optimizers; returns one or a tuple."""

@@ -26,6 +26,7 @@ from fulmen.hparams import (
 from fulmen.utilities.rank_zero import rank_zero_warn
 
 if TYPE_CHECKING:
+    from fulmen.api.lite_view import LiteView
     from fulmen.api.trainer_view import TrainerView
 
 
@@ -109,10 +110,15 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
     _jit_is_scripting: bool = False
     #: what :attr:`strict_loading` was set to (None: not set, which is strict)
     _strict_loading: bool | None = None
+    #: the Lite that set this module up (a weak proxy), or None: :attr:`lite`
+    _lite: LiteView | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._trainer: TrainerView | None = None
+        #: the optimizers ``lite.setup(module, *optimizers)`` returned (``optimizers()``
+        #: under Lite, Fabric's ``_fabric_optimizers``)
+        self.lite_optimizers: list[Any] = []
         self._hparams: AttributeDict = AttributeDict()
         self._hparams_initial: AttributeDict = AttributeDict()
         self.automatic_optimization: bool = True
@@ -123,8 +129,11 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
     @property
     def trainer(self) -> TrainerView:
         """The Trainer running this module, seen through its public members
-        (:class:`fulmen.api.trainer_view.TrainerView`)."""
+        (:class:`fulmen.api.trainer_view.TrainerView`). Under :attr:`lite` without a Trainer,
+        an object whose attributes are the Lite's (Fabric's ``_TrainerFabricShim``)."""
         if self._trainer is None:
+            if self._lite is not None:
+                return LiteTrainerShim(self._lite)
             if Module._jit_is_scripting:
                 return None  # type: ignore[return-value]
             raise FulmenError(f"{type(self).__name__} is not attached to a Trainer; it is "
@@ -134,6 +143,43 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
     @trainer.setter
     def trainer(self, trainer: TrainerView | None) -> None:
         self._trainer = trainer
+
+    @property
+    def lite(self) -> LiteView | None:
+        """The ``fulmen.Lite`` that set this module up (``lite.setup(module, ...)``), or None.
+        Without a Trainer, ``self.log``/``log_dict``, ``logger``/``loggers``, ``optimizers()``,
+        ``backward``/``manual_backward``, ``clip_gradients``, ``all_gather`` and the ranks go
+        through it, as a ``LightningModule``'s go through Fabric. Set on every ``Module``
+        inside this one too, and kept as a weak reference."""
+        return self._lite
+
+    @lite.setter
+    def lite(self, lite: LiteView | None) -> None:
+        import weakref
+
+        for child in self.children():
+            if isinstance(child, Module):
+                child.lite = lite
+        if lite is not None and not isinstance(lite, weakref.ProxyTypes):
+            lite = weakref.proxy(lite)
+        self._lite = lite
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy or pickle of the module is not attached to the Lite that set this one up
+        (``copy.deepcopy(model)`` for an EMA copies the weights, not the Lite)."""
+        state = dict(self.__dict__)
+        state.pop("_lite", None)
+        state["lite_optimizers"] = []
+        return state
+
+    @property
+    def fabric(self) -> LiteView | None:
+        """Lightning's name for :attr:`lite`."""
+        return self.lite
+
+    @fabric.setter
+    def fabric(self, lite: LiteView | None) -> None:
+        self.lite = lite
 
     @property
     def device_mesh(self) -> Any:
@@ -163,11 +209,13 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
 
     @property
     def global_rank(self) -> int:
-        return self._trainer.global_rank if self._trainer is not None else 0
+        runner = self._trainer if self._trainer is not None else self._lite
+        return runner.global_rank if runner is not None else 0
 
     @property
     def local_rank(self) -> int:
-        return self._trainer.local_rank if self._trainer is not None else 0
+        runner = self._trainer if self._trainer is not None else self._lite
+        return runner.local_rank if runner is not None else 0
 
     @property
     def current_epoch(self) -> int:
@@ -344,7 +392,11 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
         process, and Metric objects are found without the attribute name.
         """
         trainer = self._trainer
-        if trainer is None:  # a warning, so that *_step methods can be tested alone (Lightning)
+        if trainer is None:
+            if self._lite is not None:
+                self._log_through_lite({name: value}, logger)
+                return
+            # a warning, so that *_step methods can be tested alone (Lightning)
             rank_zero_warn(f"You are trying to `self.log()` ({name!r}) but the `self.trainer` "
                            "reference is not registered on the model yet. This is most likely "
                            "because the model hasn't been passed to the `Trainer`: nothing is "
@@ -371,9 +423,32 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
                         sync_dist, rank_zero_only, batch_size, add_dataloader_idx)
 
     def log_dict(self, dictionary: Mapping[str, Any], **kwargs: Any) -> None:
-        """``self.log`` for every item of ``dictionary`` with the same options."""
+        """``self.log`` for every item of ``dictionary`` with the same options (under
+        :attr:`lite`: one ``lite.log_dict`` call)."""
+        if self._trainer is None and self._lite is not None:
+            self._log_through_lite(dictionary, kwargs.get("logger"))
+            return
         for name, value in dictionary.items():
             self.log(name, value, **kwargs)
+
+    def _log_through_lite(self, dictionary: Mapping[str, Any], logger: bool | None) -> None:
+        """``self.log``/``log_dict`` under :attr:`lite`: the values go to ``lite.log_dict``
+        (Lightning's ``_log_dict_through_fabric``; the Trainer's options do not apply, and
+        ``logger=False`` logs nothing, there being nowhere else to send them)."""
+        import numbers
+
+        if logger is False:
+            return
+        for name, value in dictionary.items():
+            if isinstance(value, dict):
+                raise ConfigurationError(f"`self.log_dict({dict(dictionary)})` was called, but "
+                                         "nested dictionaries cannot be logged")
+            if not isinstance(value, numbers.Number | torch.Tensor):
+                raise ConfigurationError(f"`self.log({name}, {value})` was called, but "
+                                         f"`{type(value).__name__}` values cannot be logged: "
+                                         "log a number or a scalar tensor")
+        assert self._lite is not None
+        self._lite.log_dict(dictionary)
 
     # ------------------------------------------------------------------ collectives
 
@@ -382,7 +457,7 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
         from fulmen.apply import apply_to_tensors
 
         if self._trainer is None:
-            return data
+            return data if self._lite is None else self._lite.all_gather(data, sync_grads)
         strategy = self._trainer.strategy
         if isinstance(data, list) and data and all(isinstance(t, torch.Tensor) for t in data):
             data = torch.stack(data)
@@ -391,7 +466,11 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
     # ------------------------------------------------------------------ manual optimization
 
     def optimizers(self, use_wrapper: bool = True) -> Any:
-        """The optimizer(s) from ``configure_optimizers``; a single one is returned alone."""
+        """The optimizer(s) from ``configure_optimizers`` (under :attr:`lite`: those
+        ``lite.setup`` returned); a single one is returned alone."""
+        if self._trainer is None and self._lite is not None:
+            opts = self.lite_optimizers
+            return opts[0] if len(opts) == 1 else list(opts)
         opts = self.trainer.optimization.for_user(use_wrapper)
         return opts[0] if len(opts) == 1 else opts
 
@@ -406,12 +485,19 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
         """Run backward on ``loss`` (already scaled under ``16-mixed``); override for a custom
         backward, e.g. ``loss.backward(retain_graph=True)``. The Trainer calls it through the
         strategy and precision, from the training step and from ``manual_backward``
-        (DeepSpeed's engine runs its own backward and ignores an override, with a warning)."""
+        (DeepSpeed's engine runs its own backward and ignores an override, with a warning).
+        Under :attr:`lite` without a Trainer: ``lite.backward(loss)``."""
+        if self._trainer is None and self._lite is not None:
+            self._lite.backward(loss, *args, **kwargs)
+            return
         loss.backward(*args, **kwargs)
 
     def manual_backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
         """``loss.backward()`` through the strategy and precision (use with
-        ``automatic_optimization = False``)."""
+        ``automatic_optimization = False``); under :attr:`lite`: ``lite.backward(loss)``."""
+        if self._trainer is None and self._lite is not None:
+            self._lite.backward(loss, *args, **kwargs)
+            return
         self.trainer.optimization.backward(loss, *args, **kwargs)
 
     def clip_gradients(self, optimizer: Any, gradient_clip_val: int | float | None = None,
@@ -419,7 +505,15 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
         """Clip the gradients of ``optimizer``'s parameters (``"norm"`` or ``"value"``).
 
         Unset arguments take the Trainer's ``gradient_clip_val``/``gradient_clip_algorithm``;
-        a value that contradicts the Trainer's is an error."""
+        a value that contradicts the Trainer's is an error. Under :attr:`lite` without a
+        Trainer: ``lite.clip_gradients`` (``clip_val=`` for ``"value"``, ``max_norm=`` for
+        ``"norm"``, the default), as Lightning does with Fabric."""
+        if self._trainer is None and self._lite is not None:
+            by_value = gradient_clip_algorithm == "value"
+            self._lite.clip_gradients(self, optimizer,
+                                      clip_val=gradient_clip_val if by_value else None,
+                                      max_norm=None if by_value else gradient_clip_val)
+            return
         trainer = self.trainer
         if gradient_clip_val is None:
             gradient_clip_val = trainer.gradient_clip_val or 0.0
@@ -487,13 +581,15 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
 
     @property
     def logger(self) -> Any:
-        """The Trainer's first logger (None without one)."""
-        return self._trainer.logger if self._trainer is not None else None
+        """The Trainer's (or :attr:`lite`'s) first logger (None without one)."""
+        runner = self._trainer if self._trainer is not None else self._lite
+        return runner.logger if runner is not None else None
 
     @property
     def loggers(self) -> list[Any]:
-        """Every logger of the Trainer."""
-        return list(self._trainer.loggers) if self._trainer is not None else []
+        """Every logger of the Trainer (or of :attr:`lite`)."""
+        runner = self._trainer if self._trainer is not None else self._lite
+        return list(runner.loggers) if runner is not None else []
 
     # ------------------------------------------------------------------ utilities
 
@@ -551,3 +647,21 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
         strict = model.strict_loading if strict is None else strict
         load_state_into(model, checkpoint["state_dict"], strict, str(checkpoint_path))
         return model
+
+
+class LiteTrainerShim:
+    """``module.trainer`` of a module set up by Lite, without a Trainer: its attributes are the
+    Lite's (``self.trainer.global_rank``, ``.world_size``, ``.strategy``...); one the Lite lacks
+    is an error naming it (Lightning's ``_TrainerFabricShim``)."""
+
+    def __init__(self, lite: LiteView) -> None:
+        self.lite = lite
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return getattr(self.lite, name)
+        except AttributeError:
+            raise AttributeError(
+                f"Your LightningModule code tried to access `self.trainer.{name}` but this "
+                "attribute is not available when using Fabric with a LightningModule (here: "
+                f"fulmen.Lite set this Module up, and Lite has no {name!r})") from None
