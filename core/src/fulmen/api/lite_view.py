@@ -12,24 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from fulmen.api.ranks import Ranks
+
 if TYPE_CHECKING:
     import torch
 
 
-class LiteView(Protocol):
+class LiteView(Ranks, Protocol):
     """The public members of ``fulmen.Lite`` that a ``Module`` it set up uses."""
-
-    @property
-    def global_rank(self) -> int:
-        ...
-
-    @property
-    def local_rank(self) -> int:
-        ...
-
-    @property
-    def world_size(self) -> int:
-        ...
 
     @property
     def logger(self) -> Any:

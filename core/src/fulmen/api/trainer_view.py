@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from fulmen.api.ranks import Ranks
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -68,7 +70,7 @@ class SchedulerConfig(Protocol):
         ...
 
 
-class TrainerView(Protocol):
+class TrainerView(Ranks, Protocol):
     """The public members of ``fulmen.Trainer`` that a ``Module`` uses (``self.trainer``), and
     those Lightning modules commonly read or set."""
 
@@ -83,18 +85,6 @@ class TrainerView(Protocol):
     @property
     def model(self) -> torch.nn.Module | None:
         """What steps run through: the module as the strategy wrapped it."""
-        ...
-
-    @property
-    def global_rank(self) -> int:
-        ...
-
-    @property
-    def local_rank(self) -> int:
-        ...
-
-    @property
-    def world_size(self) -> int:
         ...
 
     @property
