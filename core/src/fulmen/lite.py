@@ -390,7 +390,7 @@ class Lite(SelectionReport):
             original.lite = self  # optimizers(), backward... go through this Lite, and
             if original not in self._callbacks:  # lite.call(hook) reaches its hooks
                 self._callbacks.append(original)
-        return LiteModule(forward, original, strategy)
+        return LiteModule(forward, original, strategy, owner=self)
 
     def setup_optimizers(self, *optimizers: torch.optim.Optimizer) -> Any:
         """Wrap optimizers; returns one or a tuple."""

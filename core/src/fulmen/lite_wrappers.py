@@ -16,11 +16,14 @@ class LiteModule(torch.nn.Module):
     methods are the original module's (``.module`` is it)."""
 
     def __init__(self, forward_module: torch.nn.Module, original: torch.nn.Module,
-                 strategy: Strategy) -> None:
+                 strategy: Strategy, owner: Any = None) -> None:
         super().__init__()
         self._forward_module = forward_module
         self._original_module = original
         self._strategy = strategy
+        # the Lite that set it up, alive as long as what it returned (a fulmen.Module only
+        # holds it weakly: Module.lite)
+        object.__setattr__(self, "_owner", owner)
         # What every call reads, as plain attributes (no nn.Module lookup); calls skip this
         # wrapper's own nn.Module call machinery until something is registered on it (hooks,
         # ``compile``), which has nothing to run before then: both reach :meth:`forward`.

@@ -110,8 +110,8 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
     _jit_is_scripting: bool = False
     #: what :attr:`strict_loading` was set to (None: not set, which is strict)
     _strict_loading: bool | None = None
-    #: the Lite that set this module up (a weak proxy), or None: :attr:`lite`
-    _lite: LiteView | None = None
+    #: a weak reference to the Lite that set this module up, or None: :attr:`lite`
+    _lite_ref: Callable[[], LiteView | None] | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -150,7 +150,7 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
         Without a Trainer, ``self.log``/``log_dict``, ``logger``/``loggers``, ``optimizers()``,
         ``backward``/``manual_backward``, ``clip_gradients``, ``all_gather`` and the ranks go
         through it, as a ``LightningModule``'s go through Fabric. Set on every ``Module``
-        inside this one too, and kept as a weak reference."""
+        inside this one too, and kept as a weak reference (None once that Lite is gone)."""
         return self._lite
 
     @lite.setter
@@ -160,15 +160,18 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
         for child in self.children():
             if isinstance(child, Module):
                 child.lite = lite
-        if lite is not None and not isinstance(lite, weakref.ProxyTypes):
-            lite = weakref.proxy(lite)
-        self._lite = lite
+        self._lite_ref = weakref.ref(lite) if lite is not None else None
+
+    @property
+    def _lite(self) -> LiteView | None:
+        ref = self._lite_ref
+        return ref() if ref is not None else None
 
     def __getstate__(self) -> dict[str, Any]:
         """A copy or pickle of the module is not attached to the Lite that set this one up
         (``copy.deepcopy(model)`` for an EMA copies the weights, not the Lite)."""
         state = dict(self.__dict__)
-        state.pop("_lite", None)
+        state.pop("_lite_ref", None)
         state["lite_optimizers"] = []
         return state
 

@@ -10,12 +10,15 @@ Deliberate differences, also in docs/migrating.md:
 - ``module.logger`` without a logger is None (Fabric's ``logger`` raises ``IndexError``), as
   ``Module.logger`` under a Trainer.
 - ``module.global_rank`` / ``local_rank`` are the Lite's (Lightning returns 0 under Fabric).
+- ``module.lite`` is the Lite itself (a weak reference that reads None once the Lite is gone;
+  Lightning keeps a ``weakref.proxy``, which raises ``ReferenceError`` then); what ``setup``
+  returned keeps its Lite alive.
 - Wrong values are a ``ConfigurationError`` (a ``ValueError``, which Lightning raises).
 """
 
 from __future__ import annotations
 
-import weakref
+import gc
 from typing import Any
 
 import pytest
@@ -57,7 +60,10 @@ def test_lite_reference_recursively():
     lite = fulmen.Lite(accelerator="cpu", devices=1)
     ensemble.lite = lite
     assert ensemble.lite is inner.lite  # references match
-    assert inner.lite == weakref.proxy(lite)  # and the Lite is weakly referenced
+    assert inner.lite is lite
+    del lite
+    gc.collect()
+    assert inner.lite is None and ensemble.lite is None  # the Lite was weakly referenced
     assert inner.fabric is inner.lite  # Lightning's name
 
 
@@ -67,7 +73,7 @@ def test_lite_attributes():
     assert module.lite is None
     lite = fulmen.Lite(accelerator="cpu", devices=1)
     wrapped_module, wrapped_optimizer = lite.setup(module, optimizer)
-    assert wrapped_module.lite == weakref.proxy(lite)
+    assert wrapped_module.lite is lite
     assert wrapped_module.lite_optimizers == [wrapped_optimizer]
 
     # attribute access on Module.trainer is redirected to the Lite
@@ -214,4 +220,15 @@ def test_a_copy_is_not_attached():
     for twin in (copy.deepcopy(module), pickle.loads(pickle.dumps(module))):
         assert twin.lite is None and twin.lite_optimizers == []
         assert torch.equal(twin.layer.weight, module.layer.weight)
-    assert module.lite == weakref.proxy(lite) and len(module.lite_optimizers) == 1
+    assert module.lite is lite and len(module.lite_optimizers) == 1
+
+
+def test_what_setup_returned_keeps_its_lite():
+    """``fulmen.Lite(...).setup(module)`` without keeping the Lite: the returned module still
+    logs through it (its weak reference alone would let the Lite be collected)."""
+    logger = Recording()
+    wrapped_module = fulmen.Lite(accelerator="cpu", devices=1, loggers=[logger]).setup(
+        BoringModel())
+    gc.collect()
+    wrapped_module.log("kept", 1.0)
+    assert logger.metrics == [{"kept": 1.0}]
