@@ -1,0 +1,136 @@
+"""The ecosystem slices: each library's version, where its tests come from, and how to run them.
+
+The test ids (pytest node ids, relative to the slice's working directory) are those that passed
+on real Lightning 2.6.6 in the same venv; they live in lightning_passing.json, written by
+``python tests/ecosystem/libraries.py --record LIB LIGHTNING.xml`` from a Lightning run's junit
+xml. The test files themselves are the libraries' own, unmodified, packed in suites.tar.gz
+(each folder's SOURCE.txt names the repository, tag, commit and licence).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PASSING = HERE / "lightning_passing.json"
+
+
+def eco_dir() -> Path:
+    """Where build_env.sh puts the venvs and the unpacked suites (FULMEN_ECO_DIR)."""
+    return Path(os.environ.get("FULMEN_ECO_DIR",
+                               Path.home() / ".cache" / "fulmen-ecosystem")).expanduser()
+
+
+@dataclass(frozen=True)
+class Library:
+    name: str
+    version: str  #: the PyPI release installed (pip install NAME==VERSION)
+    module: str  #: its import name
+    source: str  #: where the test files come from
+    venv: str = "venv"  #: litgpt pins jsonargparse<=4.41 (fulmen-core wants >=4.49): own venv
+    in_package: bool = False  #: darts' tests import darts.tests: copied into the installed package
+    env: dict[str, str] = field(default_factory=dict)
+
+    def python(self, root: Path) -> Path:
+        return root / self.venv / "bin" / "python"
+
+    def cwd(self, root: Path) -> Path:
+        if self.in_package:
+            found = sorted((root / self.venv / "lib").glob("python3*/site-packages"))
+            return found[0] if found else root / self.venv / "lib" / "site-packages"
+        return root / "suites" / self.name
+
+    @property
+    def tests(self) -> list[str]:
+        return json.loads(PASSING.read_text()).get(self.name, [])
+
+    def failures(self, report: Path, log: str) -> dict[str, str]:
+        """Each of :attr:`tests` that did not pass in junit ``report``, with the first error line
+        (the log's first ``E`` line when pytest stopped before writing the report)."""
+        if not report.exists():
+            first = next((ln[4:].strip() for ln in log.splitlines() if ln.startswith("E   ")),
+                         log.strip().splitlines()[-1] if log.strip() else "no output")
+            return dict.fromkeys(self.tests, first)
+        seen = outcomes(report)
+        failed = {}
+        for test in self.tests:
+            state, why = seen.get(test) or seen.get(test.partition("::")[0], ("missing", ""))
+            if state != "passed":
+                failed[test] = why or state
+        return failed
+
+
+def node_id(classname: str, name: str) -> str:
+    """pytest's node id from junit's (classname, name): ``a.b.test_x.C`` -> ``a/b/test_x.py::C``."""
+    if not classname:  # a module that failed to collect
+        return name.replace(".", "/") + ".py"
+    parts = classname.split(".")
+    at = max(i for i, p in enumerate(parts) if p.startswith("test"))
+    at = next((i for i, p in enumerate(parts) if p.startswith("test_") or p.endswith("_test")),
+              at)
+    path = "/".join(parts[: at + 1]) + ".py"
+    return "::".join([path, *parts[at + 1:], name])
+
+
+def outcomes(report: Path) -> dict[str, tuple[str, str]]:
+    """node id -> (passed|failed|skipped, first error line) from a junit xml."""
+    found: dict[str, tuple[str, str]] = {}
+    for case in ET.parse(report).iter("testcase"):
+        state, why = "passed", ""
+        for child in case:
+            if child.tag in ("failure", "error"):
+                state = "failed"
+                text = (child.text or "") + "\n" + (child.get("message") or "")
+                lines = [ln[4:].strip() for ln in text.splitlines() if ln.startswith("E   ")]
+                why = (lines or [(child.get("message") or "failed").splitlines()[0]])[0][:300]
+            elif child.tag == "skipped":
+                state = "skipped"
+        found[node_id(case.get("classname", ""), case.get("name", ""))] = (state, why)
+    return found
+
+
+LIBRARIES = [
+    Library("darts", "0.46.1", "darts",
+            "github.com/unit8co/darts tag 0.46.1 (c2ff4939), darts/tests", in_package=True),
+    Library("neuralforecast", "3.3.0", "neuralforecast",
+            "PyPI sdist neuralforecast-3.3.0 tests/ + tests/conftest.py of github.com/Nixtla/"
+            "neuralforecast 5ffa0d08 (the sdist lacks it)"),
+    Library("scvi-tools", "1.4.2", "scvi", "github.com/scverse/scvi-tools tag 1.4.2 (dc95497c)"),
+    Library("chemprop", "2.3.1", "chemprop", "github.com/chemprop/chemprop tag v2.3.1 (9a0b47ad)"),
+    Library("nequip", "0.19.0", "nequip", "github.com/mir-group/nequip tag v0.19.0 (ea3ac141)"),
+    Library("litgpt", "0.5.13", "litgpt", "github.com/Lightning-AI/litgpt tag v0.5.13 (26857050)",
+            venv="venv-litgpt"),
+]
+
+#: A fast representative slice (seconds each, CPU): proposed for `make test` once they pass.
+QUICK = {
+    "darts": [
+        "darts/tests/models/forecasting/test_ptl_trainer.py::TestPTLTrainer::"
+        "test_prediction_loaded_custom_trainer",
+        "darts/tests/models/forecasting/test_ptl_trainer.py::TestPTLTrainer::test_early_stopping",
+        "darts/tests/models/forecasting/test_ptl_trainer.py::TestPTLTrainer::"
+        "test_builtin_extended_trainer",
+        "darts/tests/models/forecasting/test_ptl_trainer.py::TestPTLTrainer::test_custom_callback",
+    ],
+}
+
+
+def _record(name: str, xml: str) -> None:
+    passing = json.loads(PASSING.read_text()) if PASSING.exists() else {}
+    passing[name] = sorted(k for k, (state, _) in outcomes(Path(xml)).items()
+                           if state == "passed")
+    PASSING.write_text(json.dumps(passing, indent=1, sort_keys=True) + "\n")
+    print(f"{name}: {len(passing[name])} ids recorded")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--record"]:
+        _record(sys.argv[2], sys.argv[3])
+    else:
+        for lib in LIBRARIES:
+            print(lib.name, lib.version, lib.cwd(eco_dir()), len(lib.tests), "tests")
