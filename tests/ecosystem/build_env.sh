@@ -36,24 +36,23 @@ venv() {  # venv NAME PACKAGES...: torch, then fulmen + Lightning, then the libr
 
 if [ "${1:-}" = "--compare" ]; then
   lib=$2; cd "$REPO"
-  line=$(python3 - "$lib" <<'PY'
+  mapfile -t L < <(python3 - "$lib" <<'PY'
 import sys; sys.path.insert(0, "tests/ecosystem")
 from libraries import LIBRARIES, eco_dir
 lib = next(l for l in LIBRARIES if l.name == sys.argv[1])
-print(lib.python(eco_dir()), lib.cwd(eco_dir()))
+print(lib.python(eco_dir())); print(lib.cwd(eco_dir())); print("\n".join(lib.args))
 PY
 )
-  python=${line% *}; cwd=${line#* }
-  ids=$(python3 -c "import json,sys; print('\n'.join(json.load(open('tests/ecosystem/lightning_passing.json'))[sys.argv[1]]))" "$lib")
+  python=${L[0]}; cwd=${L[1]}; args=("${L[@]:2}")
   out=$(mktemp -d)
   export OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 \
     WANDB_MODE=disabled MPLBACKEND=Agg PATH="$(dirname "$python"):$PATH"
   unset PYTHONPATH
   common=(-p no:cacheprovider --timeout 300 --continue-on-collection-errors -q)
-  (cd "$cwd" && mapfile -t T <<<"$ids" &&
-   nice -n 10 "$python" -m pytest "${common[@]}" --junitxml="$out/lightning.xml" "${T[@]}" | tail -1
-   nice -n 10 "$python" -m fulmen run -m pytest "${common[@]}" --junitxml="$out/fulmen.xml" "${T[@]}" \
-     > "$out/fulmen.log" 2>&1; tail -1 "$out/fulmen.log") || true
+  (cd "$cwd" &&
+   nice -n 10 "$python" -m pytest "${common[@]}" --junitxml="$out/lightning.xml" "${args[@]}" | tail -1
+   nice -n 10 "$python" -m fulmen run -m pytest "${common[@]}" --junitxml="$out/fulmen.xml" \
+     "${args[@]}" > "$out/fulmen.log" 2>&1; tail -1 "$out/fulmen.log") || true
   python3 "$REPO/tests/ecosystem/compare.py" "$out/lightning.xml" "$out/fulmen.xml"
   exit 0
 fi
