@@ -133,7 +133,7 @@ def test_eval_step_logging(tmp_path, num_dataloaders):
 
     class CustomBoringModel(BoringModel):
         def validation_step(self, batch: Any, batch_idx: int, dataloader_idx: Any = None) -> None:
-            self.log(f"val_log_{self.trainer.state}", batch_idx, on_step=True, on_epoch=False)
+            self.log(f"val_log_{self.trainer.state.fn.value}", batch_idx, on_step=True, on_epoch=False)
 
         def test_step(self, batch: Any, batch_idx: int, dataloader_idx: Any = None) -> None:
             self.log("test_log", batch_idx, on_step=True, on_epoch=False)

@@ -199,7 +199,7 @@ class ModelCheckpoint(Callback):
         self._save_on_epoch(trainer)
 
     def on_validation_end(self, trainer: Any, module: Any) -> None:
-        if trainer.state == "fit" and not trainer.sanity_checking:
+        if trainer.state.fn == "fit" and not trainer.sanity_checking:
             self._validation_ran = True
         if self._should_skip_saving_checkpoint(trainer) or \
                 self._should_save_on_train_epoch_end(trainer):
@@ -322,7 +322,7 @@ class ModelCheckpoint(Callback):
         return storage.join(base, "checkpoints")
 
     def _should_skip_saving_checkpoint(self, trainer: Any) -> bool:
-        return (bool(trainer.fast_dev_run) or trainer.state != "fit"
+        return (bool(trainer.fast_dev_run) or trainer.state.fn != "fit"
                 or trainer.sanity_checking
                 or self._last_global_step_saved == trainer.global_step)
 

@@ -129,7 +129,7 @@ class EarlyStopping(Callback):
             self._run_early_stopping_check(trainer)
 
     def _should_skip_check(self, trainer: Any) -> bool:
-        return trainer.state != "fit" or trainer.sanity_checking
+        return trainer.state.fn != "fit" or trainer.sanity_checking
 
     def _validate_condition_metric(self, logs: dict[str, Any]) -> bool:
         if self.monitor in logs:

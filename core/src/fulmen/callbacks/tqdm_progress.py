@@ -172,7 +172,7 @@ class TQDMProgressBar(RefreshingBar):
         return self._new(self.predict_description, 2 * self.process_position, True, 0)
 
     def init_validation_tqdm(self) -> Any:
-        has_main_bar = self.trainer.state != "validate"
+        has_main_bar = self.trainer.state.fn != "validate"
         return self._new(self.validation_description,
                          2 * self.process_position + has_main_bar, not has_main_bar)
 
@@ -269,7 +269,7 @@ class TQDMProgressBar(RefreshingBar):
         self._close("val")
         self.reset_dataloader_idx_tracker()
         bar = self._bars.get("train")
-        if bar is not None and trainer.state == "fit" and not bar.disable:
+        if bar is not None and trainer.state.fn == "fit" and not bar.disable:
             bar.set_postfix(self.get_metrics(trainer, module))
 
     def on_test_start(self, trainer: Any, module: Any) -> None:

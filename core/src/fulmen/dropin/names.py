@@ -63,6 +63,7 @@ MODULES: dict[str, ModuleMap] = {
     "lightning.pytorch.core": ModuleMap(names=_CORE, lenient=True),
     "lightning.pytorch.trainer": ModuleMap(names={"Trainer": "fulmen.trainer:Trainer"},
                                            lenient=True),
+    "lightning.pytorch.trainer.states": ModuleMap(("fulmen.trainer.states",)),
     "lightning.pytorch.callbacks": ModuleMap(("fulmen.callbacks",), lenient=True),
     "lightning.pytorch.loggers": ModuleMap(
         ("fulmen.loggers",), {"LightningLoggerBase": "fulmen.loggers:Logger"},  # 1.x name

@@ -146,10 +146,12 @@ class TrainingEpochLoop:
                 raise preemption.act(action)  # between optimizer steps: nothing half-accumulated
             if val_every is not None and \
                     self._should_validate(batch_idx, n_batches, val_every, last):
+                trainer.validating = True  # Lightning's stages around fit's validation
                 module.on_validation_model_zero_grad()
                 val_loaders, val_counts = fit_data.val()
                 if val_loaders:
                     self.validation.run("validate", val_loaders, val_counts, during_fit=True)
+                trainer.training = True
                 trainer.metrics.current = results
             if stepped and step_plateau:
                 step_schedulers(trainer, "step", plateau=True, index=batch_idx + 1)

@@ -85,9 +85,15 @@ def select(trainer: StageHost, stage: str, ckpt_path: Any, model_provided: bool)
     return "best"
 
 
+def _method(trainer: StageHost) -> str:
+    """The running Trainer method's name (``"fit"``, ``"validate"``...), for messages."""
+    fn = trainer.state.fn
+    return "fit" if fn is None else str(fn.value)
+
+
 def _best(trainer: StageHost) -> str:
     """The best checkpoint of the first ModelCheckpoint (Lightning's errors and warning)."""
-    stage, callbacks = trainer.state, trainer.checkpoint_callbacks
+    stage, callbacks = _method(trainer), trainer.checkpoint_callbacks
     instead = ("Pass a checkpoint file" if stage == "fit" else
                f"Pass the model to use its weights as they are (trainer.{stage}(model, ...)), "
                "or a checkpoint file")
@@ -131,7 +137,7 @@ def resolve_path(trainer: StageHost, ckpt_path: Any) -> str | None:
                 places = [f"default_root_dir={trainer.default_root_dir!r} (hpc_ckpt_<n>.ckpt)"]
                 if cb is not None and cb.dirpath:
                     places.append(f"ModelCheckpoint dirpath={str(cb.dirpath)!r}")
-                rank_zero_warn(f'.{trainer.state}(ckpt_path="last") is set, but there is no '
+                rank_zero_warn(f'.{_method(trainer)}(ckpt_path="last") is set, but there is no '
                                f"last checkpoint available in {' or '.join(places)}. No "
                                "checkpoint will be loaded: the run starts fresh. HINT: Set "
                                "`ModelCheckpoint(..., save_last=True)`.")
