@@ -99,12 +99,13 @@ def check_keys(module: torch.nn.Module, state: dict[str, Any], path: str,
 
 
 def load_state_into(module: torch.nn.Module, state: dict[str, Any], strict: bool,
-                    path: str) -> None:
-    """``load_state_dict`` with an error that lists the missing and unexpected keys."""
+                    path: str) -> Any:
+    """``load_state_dict`` with an error that lists the missing and unexpected keys; returns
+    what ``load_state_dict`` does (the missing and unexpected keys, when not ``strict``)."""
     if strict:
         check_keys(module, state, path)
     try:
-        module.load_state_dict(state, strict=strict)
+        return module.load_state_dict(state, strict=strict)
     except RuntimeError as exc:  # shapes that differ
         from fulmen.checkpoint.fit import fit_error
 

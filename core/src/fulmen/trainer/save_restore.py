@@ -39,9 +39,9 @@ def dump(trainer: StageHost, weights_only: bool = False) -> dict[str, Any]:
         "epoch": trainer.current_epoch,
         "global_step": trainer.global_step,
         "state_dict": trainer.strategy.module_state_dict(),
-        "hyper_parameters": encode_hparams(dict(trainer.module.hparams),
-                                           type(trainer.module).__name__),
-        "hparams_name": trainer.module.hparams_name,
+        trainer.module.CHECKPOINT_HYPER_PARAMS_KEY: encode_hparams(
+            dict(trainer.module.hparams), type(trainer.module).__name__),
+        trainer.module.CHECKPOINT_HYPER_PARAMS_NAME: trainer.module.hparams_name,
         manifest.KEY: manifest.origin(trainer.strategy.name, trainer.world_size, trainer.num_nodes,
                                       str(trainer.precision), trainer.strategy.device_mesh,
                                       trainer.strategy.data_parallel_size),
