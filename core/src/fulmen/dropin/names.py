@@ -10,7 +10,8 @@ Lightning ships one tree under three roots: ``lightning`` (``lightning.pytorch``
 - ``sources``: fulmen modules whose public names are served as they are;
 - ``shared``: Lightning's public names of the module (:data:`fulmen.dropin.lightning_api.PUBLIC`),
   each served by the fulmen object :data:`SHARED` gives that name everywhere;
-- ``lenient``: Lightning's submodules that are not listed (private ones) serve the same names.
+- ``lenient``: Lightning's private submodules of it (a path component starting with ``_``,
+  which are not listed) serve the same names.
 
 Every public module of Lightning 2.6.6 under ``lightning.pytorch`` and ``lightning.fabric`` is
 listed, with every public name it exports (tests/core/dropin/test_public_names.py walks an
@@ -255,6 +256,11 @@ _EXPLICIT: dict[str, ModuleMap] = {
     "lightning.pytorch.profilers": ModuleMap(("fulmen.profilers",), lenient=True),
     "lightning.pytorch.tuner": ModuleMap(("fulmen.tuner",), lenient=True),
     # Lightning 1.x homes of names that moved
+    "lightning.pytorch.core.lightning": ModuleMap(names=_CORE),
+    "lightning.pytorch.callbacks.base": ModuleMap(
+        names={"Callback": "fulmen.callbacks.base:Callback"}),
+    "lightning.pytorch.loggers.base": ModuleMap(
+        ("fulmen.loggers",), {"LightningLoggerBase": "fulmen.loggers:Logger"}),
     "lightning.pytorch.utilities.cli": ModuleMap(
         names={"LightningCLI": "fulmen.cli:FulmenCLI",
                "SaveConfigCallback": "fulmen.cli:SaveConfigCallback"}),
@@ -342,12 +348,14 @@ def lookup(fullname: str) -> ModuleMap | None:
         return None
     if name in MODULES:
         return MODULES[name]
-    parent = name
+    parent, rest = name, ""
     while "." in parent:
-        parent = parent.rpartition(".")[0]
+        parent, _, last = parent.rpartition(".")
+        rest = f"{last}.{rest}"
         found = MODULES.get(parent)
         if found is not None:
-            return found if found.lenient else None
+            private = any(part.startswith("_") for part in rest.split("."))
+            return found if found.lenient and private else None
     return None
 
 
