@@ -150,13 +150,22 @@ def _is_module(value: Any) -> bool:
     return isinstance(value, torch.nn.Module)
 
 
+def _datamodule(model: Any) -> Any:
+    """The datamodule of the Trainer ``model`` is attached to; None when it is attached to
+    none (or runs under a Lite, which has no datamodule)."""
+    from fulmen.errors import FulmenError
+
+    try:
+        return model.trainer.datamodule
+    except (FulmenError, AttributeError):
+        return None
+
+
 def _holders(model: Any, attribute: str) -> list[Any]:
     """Where ``attribute`` lives: the model, its hparams, the trainer's datamodule, its hparams
     (Lightning's order; the last one wins for reading)."""
     found: list[Any] = []
-    trainer = getattr(model, "trainer", None)
-    datamodule = getattr(trainer, "datamodule", None) if trainer is not None else None
-    for owner in (model, datamodule):
+    for owner in (model, _datamodule(model)):
         if owner is None:
             continue
         if hasattr(owner, attribute):
