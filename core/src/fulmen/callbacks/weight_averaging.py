@@ -49,8 +49,12 @@ class WeightAveraging(Callback):
                            "the configure_model callback. WeightAveraging doesn't support "
                            "sharding model layers, so you may run out of memory.")
             pl_module.configure_model()
-        self._average_model = AveragedModel(model=pl_module, device=device,
-                                            use_buffers=self._use_buffers, **self._kwargs)
+        pl_module.trainer = None  # the average copies the module, not the trainer
+        try:
+            self._average_model = AveragedModel(model=pl_module, device=device,
+                                                use_buffers=self._use_buffers, **self._kwargs)
+        finally:
+            pl_module.trainer = trainer
 
     def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
@@ -69,16 +73,15 @@ class WeightAveraging(Callback):
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         assert self._average_model is not None
-        for average, current in self._pairs(pl_module):
-            current.data.copy_(average.data)
+        self._copy_average_to_current(pl_module)
 
     def on_validation_epoch_start(self, trainer: Any, pl_module: Any) -> None:
         if self._average_model is not None:
-            self._swap(pl_module)
+            self._swap_models(pl_module)
 
     def on_validation_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         if self._average_model is not None:
-            self._swap(pl_module)
+            self._swap_models(pl_module)
 
     def state_dict(self) -> dict[str, Any]:
         return {"latest_update_step": self._latest_update_step}
@@ -129,11 +132,17 @@ class WeightAveraging(Callback):
         return zip(itertools.chain(average.parameters(), average.buffers()),
                    itertools.chain(pl_module.parameters(), pl_module.buffers()), strict=False)
 
-    def _swap(self, pl_module: Any) -> None:
+    def _swap_models(self, pl_module: Any) -> None:
+        """Swap the values of the module's parameters and buffers with the average's."""
         for average, current in self._pairs(pl_module):
             saved = average.data.clone()
             average.data.copy_(current.data)
             current.data.copy_(saved)
+
+    def _copy_average_to_current(self, pl_module: Any) -> None:
+        """Give the module the average's parameter and buffer values."""
+        for average, current in self._pairs(pl_module):
+            current.data.copy_(average.data)
 
 
 class EMAWeightAveraging(WeightAveraging):

@@ -14,7 +14,8 @@ from fulmen.api import Precision
 from fulmen.dropin import unavailable
 from fulmen.dropin.precision_names import DeepSpeedPrecision, FSDPPrecision
 from fulmen.utilities.apply_func import apply_to_collection
-from fulmen.utilities.rank_zero import rank_zero_deprecation
+from fulmen.errors import FulmenDeprecationWarning
+from fulmen.utilities.rank_zero import rank_zero_warn
 
 __all__ = ["BitsandbytesPrecisionPlugin", "DeepSpeedPrecisionPlugin", "DoublePrecisionPlugin",
            "FSDPMixedPrecisionPlugin", "FSDPPrecisionPlugin", "HalfPrecisionPlugin",
@@ -23,8 +24,9 @@ __all__ = ["BitsandbytesPrecisionPlugin", "DeepSpeedPrecisionPlugin", "DoublePre
 
 
 def _warn(old: str, new: str) -> None:
-    rank_zero_deprecation(f"The `{old}` is deprecated. Use "
-                          f"`lightning.pytorch.plugins.precision.{new}` instead.")
+    rank_zero_warn(f"The `{old}` is deprecated. Use "
+                   f"`lightning.pytorch.plugins.precision.{new}` instead.",
+                   category=FulmenDeprecationWarning)
 
 
 class PrecisionPlugin(Precision):
@@ -118,9 +120,10 @@ class LightningDoublePrecisionModule(torch.nn.Module):
 
     def __init__(self, pl_module: torch.nn.Module) -> None:
         super().__init__()
-        rank_zero_deprecation(f"The `{type(self).__name__}` is deprecated and no longer needed. "
-                              "Convert the inputs to the `*_step` methods directly using "
-                              "`trainer.precision_plugin.convert_input(...)`.")
+        rank_zero_warn(f"The `{type(self).__name__}` is deprecated and no longer needed. Convert "
+                       "the inputs to the `*_step` methods directly using "
+                       "`trainer.precision_plugin.convert_input(...)`.",
+                       category=FulmenDeprecationWarning)
         self.module = pl_module
 
     def training_step(self, *args: Any, **kwargs: Any) -> Any:
