@@ -234,8 +234,10 @@ def test_upgrade_checkpoint_command(tmp_path: Path) -> None:
 
 
 def test_model_registry_paths(tmp_path: Path) -> None:
-    from fulmen.utilities.model_registry import download_model_from_registry, \
-        find_model_local_ckpt_path
+    from fulmen.utilities.model_registry import (
+        download_model_from_registry,
+        find_model_local_ckpt_path,
+    )
 
     folder = tmp_path / "org_model_1.0"
     folder.mkdir()
@@ -267,8 +269,11 @@ def test_compiled_module_round_trip() -> None:
 
 
 def test_deprecation_warnings_are_fulmens() -> None:
-    from fulmen.utilities.warnings import LightningDeprecationWarning, PossibleUserWarning, \
-        disable_possible_user_warnings
+    from fulmen.utilities.warnings import (
+        LightningDeprecationWarning,
+        PossibleUserWarning,
+        disable_possible_user_warnings,
+    )
 
     assert LightningDeprecationWarning is FulmenDeprecationWarning
     with warnings.catch_warnings(record=True) as seen:

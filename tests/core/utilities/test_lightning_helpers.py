@@ -25,8 +25,7 @@ from fulmen.dropin.names import LIGHTNING_VERSION
 from fulmen.utilities.cloud_io import get_filesystem, pl_load
 from fulmen.utilities.combined_loader import CombinedLoader
 from fulmen.utilities.conversions import convert_tensors_to_scalars, convert_to_tensors
-from fulmen.utilities.data import extract_batch_size, has_len, sized_len, \
-    suggested_max_num_workers
+from fulmen.utilities.data import extract_batch_size, has_len, sized_len, suggested_max_num_workers
 from fulmen.utilities.grads import grad_norm
 from fulmen.utilities.layer_sync import TorchSyncBatchNorm
 from fulmen.utilities.memory import is_oom_error, recursive_detach

@@ -28,11 +28,6 @@ from fulmen.utilities.parsing import (
     parse_class_init_keys,
 )
 
-
-def unpicklable_function() -> None:
-    return None
-
-
 unpicklable_function = lambda: None  # noqa: E731 - a lambda is what cannot be pickled
 
 
@@ -121,8 +116,8 @@ def test_lightning_getattr() -> None:
     assert lightning_getattr(model7, "batch_size") == 8
     assert lightning_getattr(model8, "batch_size") == 2
     for m in models:
-        with pytest.raises(AttributeError, match="is neither stored in the model namespace nor "
-                           "the `hparams` namespace/dict, nor the datamodule."):
+        with pytest.raises(AttributeError, match=r"is neither stored in the model namespace nor "
+                           r"the `hparams` namespace/dict, nor the datamodule\."):
             lightning_getattr(m, "this_attr_not_exist")
 
 

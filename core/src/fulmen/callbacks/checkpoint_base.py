@@ -4,23 +4,14 @@ checkpointing callback of your own."""
 
 from __future__ import annotations
 
-from abc import ABCMeta
-from typing import Any
-
 from fulmen.callbacks.base import Callback
+from fulmen.utilities.virtual_bases import AlsoMatches
 
 __all__ = ["Checkpoint"]
 
 
-class Checkpoint(Callback, metaclass=ABCMeta):
+class Checkpoint(Callback, metaclass=AlsoMatches):
     """The base class of model checkpointing callbacks."""
 
-    @classmethod
-    def __subclasshook__(cls, other: type) -> Any:
-        if cls is Checkpoint:
-            from fulmen.callbacks.checkpoint import ModelCheckpoint
-            from fulmen.callbacks.on_exception import OnExceptionCheckpoint
-
-            if issubclass(other, ModelCheckpoint | OnExceptionCheckpoint):
-                return True
-        return NotImplemented
+    __also__ = ("fulmen.callbacks.checkpoint:ModelCheckpoint",
+                "fulmen.callbacks.on_exception:OnExceptionCheckpoint")

@@ -106,7 +106,7 @@ class ModelPruning(Callback):
                 'Only the "unstructured" PRUNING_TYPE is supported with '
                 f"`use_global_unstructured=True`. Found method {pruning_fn} of type "
                 f"{getattr(pruning_fn, 'PRUNING_TYPE', None)}. ")
-        self.pruning_fn = pruning_fn
+        self.pruning_fn: Any = pruning_fn
         self._apply_pruning = apply_pruning
         self._make_pruning_permanent = make_pruning_permanent
         if not (isinstance(amount, int | float) or callable(amount)):

@@ -37,6 +37,7 @@ def convert_zero_checkpoint_to_fp32_state_dict(checkpoint_dir: str | Path,
     """Write the fp32 weights of a ZeRO checkpoint directory, with the trainer state fulmen
     saved beside them, as one checkpoint file ``output_file``; returns what was written."""
     import torch
+
     from fulmen_deepspeed.consolidate import META, checkpoint_tag, fp32_state_dict, read_meta
 
     root = Path(checkpoint_dir)

@@ -8,14 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from fulmen_precision import HalfPrecision, MixedPrecision, Precision64
 
 from fulmen.api import Precision
 from fulmen.dropin import unavailable
 from fulmen.dropin.precision_names import DeepSpeedPrecision, FSDPPrecision
-from fulmen.utilities.apply_func import apply_to_collection
 from fulmen.errors import FulmenDeprecationWarning
+from fulmen.utilities.apply_func import apply_to_collection
 from fulmen.utilities.rank_zero import rank_zero_warn
+from fulmen_precision import HalfPrecision, MixedPrecision, Precision64
 
 __all__ = ["BitsandbytesPrecisionPlugin", "DeepSpeedPrecisionPlugin", "DoublePrecisionPlugin",
            "FSDPMixedPrecisionPlugin", "FSDPPrecisionPlugin", "HalfPrecisionPlugin",
@@ -64,7 +64,7 @@ class HalfPrecisionPlugin(HalfPrecision):
 class FSDPPrecisionPlugin(FSDPPrecision):
     """Deprecated: ``FSDPPrecision``."""
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         _warn(cls.__name__, "FSDPPrecision")
         return FSDPPrecision(*args, **kwargs)
 
@@ -72,7 +72,7 @@ class FSDPPrecisionPlugin(FSDPPrecision):
 class FSDPMixedPrecisionPlugin(FSDPPrecision):
     """Deprecated: ``FSDPPrecision`` (Lightning's signature: ``precision, device, scaler``)."""
 
-    def __new__(cls, precision: str, device: str = "", scaler: Any = None) -> Any:  # type: ignore[misc]
+    def __new__(cls, precision: str, device: str = "", scaler: Any = None) -> Any:
         _warn(cls.__name__, "FSDPPrecision")
         return FSDPPrecision(precision, scaler)
 
@@ -80,7 +80,7 @@ class FSDPMixedPrecisionPlugin(FSDPPrecision):
 class DeepSpeedPrecisionPlugin(DeepSpeedPrecision):
     """Deprecated: ``DeepSpeedPrecision``."""
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         _warn(cls.__name__, "DeepSpeedPrecision")
         return DeepSpeedPrecision(*args, **kwargs)
 
@@ -127,16 +127,20 @@ class LightningDoublePrecisionModule(torch.nn.Module):
         self.module = pl_module
 
     def training_step(self, *args: Any, **kwargs: Any) -> Any:
-        return self.module.training_step(*_to_double(args), **_to_double(kwargs))
+        step: Any = self.module.training_step
+        return step(*_to_double(args), **_to_double(kwargs))
 
     def validation_step(self, *args: Any, **kwargs: Any) -> Any:
-        return self.module.validation_step(*_to_double(args), **_to_double(kwargs))
+        step: Any = self.module.validation_step
+        return step(*_to_double(args), **_to_double(kwargs))
 
     def test_step(self, *args: Any, **kwargs: Any) -> Any:
-        return self.module.test_step(*_to_double(args), **_to_double(kwargs))
+        step: Any = self.module.test_step
+        return step(*_to_double(args), **_to_double(kwargs))
 
     def predict_step(self, *args: Any, **kwargs: Any) -> Any:
-        return self.module.predict_step(*_to_double(args), **_to_double(kwargs))
+        step: Any = self.module.predict_step
+        return step(*_to_double(args), **_to_double(kwargs))
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self.module(*_to_double(args), **_to_double(kwargs))

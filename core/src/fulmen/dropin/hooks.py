@@ -6,29 +6,19 @@ give your own classes those hooks."""
 
 from __future__ import annotations
 
-from abc import ABCMeta
 from typing import Any
 
 from fulmen.errors import ConfigurationError
 from fulmen.module import Hooks
+from fulmen.utilities.virtual_bases import AlsoMatches
 
 __all__ = ["CheckpointHooks", "DataHooks", "ModelHooks"]
 
 
-def _is(other: type, *names: str) -> bool:
-    from fulmen.datamodule import DataModule
-    from fulmen.module import Module
-
-    classes = {"Module": Module, "DataModule": DataModule}
-    return any(issubclass(other, classes[n]) for n in names)
-
-
-class ModelHooks(Hooks, metaclass=ABCMeta):
+class ModelHooks(Hooks, metaclass=AlsoMatches):
     """The model hooks of a ``LightningModule`` (``on_fit_start``... ``configure_model``)."""
 
-    @classmethod
-    def __subclasshook__(cls, other: type) -> Any:
-        return True if cls is ModelHooks and _is(other, "Module") else NotImplemented
+    __also__ = ("fulmen.module:Module",)
 
     def on_validation_model_zero_grad(self) -> None:
         """Before validation (in fit): the gradients are zeroed."""
@@ -52,13 +42,10 @@ class ModelHooks(Hooks, metaclass=ABCMeta):
         """Deprecated in Lightning: ``configure_model``."""
 
 
-class DataHooks(metaclass=ABCMeta):
+class DataHooks(metaclass=AlsoMatches):
     """The data hooks of a ``LightningModule`` or ``LightningDataModule``."""
 
-    @classmethod
-    def __subclasshook__(cls, other: type) -> Any:
-        return True if cls is DataHooks and _is(other, "Module", "DataModule") else \
-            NotImplemented
+    __also__ = ("fulmen.module:Module", "fulmen.datamodule:DataModule")
 
     def __init__(self) -> None:
         super().__init__()
@@ -104,12 +91,10 @@ class DataHooks(metaclass=ABCMeta):
         return batch
 
 
-class CheckpointHooks(metaclass=ABCMeta):
+class CheckpointHooks(metaclass=AlsoMatches):
     """``on_save_checkpoint`` / ``on_load_checkpoint`` of a ``LightningModule``."""
 
-    @classmethod
-    def __subclasshook__(cls, other: type) -> Any:
-        return True if cls is CheckpointHooks and _is(other, "Module") else NotImplemented
+    __also__ = ("fulmen.module:Module",)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Read what ``on_save_checkpoint`` added to the checkpoint."""

@@ -22,12 +22,12 @@ PUBLIC: dict[str, str] = {
         "Accelerator MPSAccelerator MisconfigurationException get_device_stats",
     "lightning.pytorch.accelerators.xla": "Accelerator FabricXLAAccelerator XLAAccelerator",
     "lightning.pytorch.callbacks":
-        "BackboneFinetuning BaseFinetuning BasePredictionWriter BatchSizeFinder Callback Checkpoint "
-        "DeviceStatsMonitor EMAWeightAveraging EarlyStopping GradientAccumulationScheduler "
-        "LambdaCallback LearningRateFinder LearningRateMonitor ModelCheckpoint ModelPruning "
-        "ModelSummary OnExceptionCheckpoint ProgressBar RichModelSummary RichProgressBar "
-        "SpikeDetection StochasticWeightAveraging TQDMProgressBar ThroughputMonitor Timer "
-        "WeightAveraging",
+        "BackboneFinetuning BaseFinetuning BasePredictionWriter BatchSizeFinder Callback "
+        "Checkpoint DeviceStatsMonitor EMAWeightAveraging EarlyStopping "
+        "GradientAccumulationScheduler LambdaCallback LearningRateFinder LearningRateMonitor "
+        "ModelCheckpoint ModelPruning ModelSummary OnExceptionCheckpoint ProgressBar "
+        "RichModelSummary RichProgressBar SpikeDetection StochasticWeightAveraging "
+        "TQDMProgressBar ThroughputMonitor Timer WeightAveraging",
     "lightning.pytorch.callbacks.batch_size_finder":
         "BatchSizeFinder Callback MisconfigurationException lightning_hasattr rank_zero_warn",
     "lightning.pytorch.callbacks.callback": "Callback",
@@ -35,8 +35,8 @@ PUBLIC: dict[str, str] = {
     "lightning.pytorch.callbacks.device_stats_monitor":
         "Callback DeviceStatsMonitor MisconfigurationException",
     "lightning.pytorch.callbacks.early_stopping":
-        "Callback EarlyStopping EarlyStoppingReason MisconfigurationException rank_prefixed_message "
-        "rank_zero_warn",
+        "Callback EarlyStopping EarlyStoppingReason MisconfigurationException "
+        "rank_prefixed_message rank_zero_warn",
     "lightning.pytorch.callbacks.finetuning":
         "BackboneFinetuning BaseFinetuning Callback MisconfigurationException multiplicative "
         "rank_zero_warn",
@@ -46,7 +46,8 @@ PUBLIC: dict[str, str] = {
     "lightning.pytorch.callbacks.lambda_function": "Callback LambdaCallback",
     "lightning.pytorch.callbacks.lr_finder": "Callback LearningRateFinder isolate_rng",
     "lightning.pytorch.callbacks.lr_monitor":
-        "Callback LRSchedulerConfig LearningRateMonitor MisconfigurationException rank_zero_warn",
+        "Callback LRSchedulerConfig LearningRateMonitor MisconfigurationException "
+        "rank_zero_warn",
     "lightning.pytorch.callbacks.model_checkpoint":
         "Checkpoint MisconfigurationException ModelCheckpoint WarningCache get_filesystem "
         "rank_zero_info rank_zero_warn warning_cache",
@@ -60,9 +61,9 @@ PUBLIC: dict[str, str] = {
     "lightning.pytorch.callbacks.progress.progress_bar":
         "Callback ProgressBar get_standard_metrics rank_zero_warn",
     "lightning.pytorch.callbacks.progress.rich_progress":
-        "BatchesProcessedColumn CustomBarColumn CustomInfiniteTask CustomProgress CustomTimeColumn "
-        "MetricsTextColumn ProcessingSpeedColumn ProgressBar RichProgressBar RichProgressBarTheme "
-        "apply_to_collection",
+        "BatchesProcessedColumn CustomBarColumn CustomInfiniteTask CustomProgress "
+        "CustomTimeColumn MetricsTextColumn ProcessingSpeedColumn ProgressBar RichProgressBar "
+        "RichProgressBarTheme apply_to_collection",
     "lightning.pytorch.callbacks.progress.tqdm_progress":
         "ProgressBar TQDMProgressBar Tqdm convert_inf rank_zero_debug",
     "lightning.pytorch.callbacks.pruning":
@@ -83,12 +84,13 @@ PUBLIC: dict[str, str] = {
         "Callback Interval LightningEnum MisconfigurationException RunningStage Timer "
         "rank_zero_info",
     "lightning.pytorch.callbacks.weight_averaging":
-        "Callback EMAWeightAveraging WeightAveraging is_overridden rank_zero_info rank_zero_warn",
+        "Callback EMAWeightAveraging WeightAveraging is_overridden rank_zero_info "
+        "rank_zero_warn",
     "lightning.pytorch.cli":
         "Callback LightningArgumentParser LightningCLI LightningDataModule LightningModule "
-        "MisconfigurationException ModuleType ReduceLROnPlateau RequirementCache SaveConfigCallback "
-        "Trainer get_filesystem instantiate_class instantiate_module is_overridden rank_zero_warn "
-        "seed_everything",
+        "MisconfigurationException ModuleType ReduceLROnPlateau RequirementCache "
+        "SaveConfigCallback Trainer get_filesystem instantiate_class instantiate_module "
+        "is_overridden rank_zero_warn seed_everything",
     "lightning.pytorch.core": "LightningDataModule LightningModule",
     "lightning.pytorch.core.datamodule":
         "DataHooks HyperparametersMixin LightningDataModule apply_to_collection",
@@ -98,21 +100,22 @@ PUBLIC: dict[str, str] = {
     "lightning.pytorch.core.mixins.hparams_mixin":
         "AttributeDict HyperparametersMixin save_hyperparameters",
     "lightning.pytorch.core.module":
-        "Callback CheckpointHooks DataHooks FabricLogger GradClipAlgorithmType HyperparametersMixin "
-        "LightningModule LightningOptimizer Logger MisconfigurationException ModelHooks "
-        "RequirementCache WarningCache apply_to_collection convert_to_tensors get_filesystem "
-        "is_param_in_hook_signature rank_zero_deprecation rank_zero_warn warning_cache",
+        "Callback CheckpointHooks DataHooks FabricLogger GradClipAlgorithmType "
+        "HyperparametersMixin LightningModule LightningOptimizer Logger "
+        "MisconfigurationException ModelHooks RequirementCache WarningCache apply_to_collection "
+        "convert_to_tensors get_filesystem is_param_in_hook_signature rank_zero_deprecation "
+        "rank_zero_warn warning_cache",
     "lightning.pytorch.core.optimizer":
         "LRSchedulerConfig LightningOptimizer MisconfigurationException Optimizable "
         "do_nothing_closure is_overridden is_param_in_hook_signature rank_zero_warn",
     "lightning.pytorch.core.saving":
-        "AttributeDict CUDAAccelerator MPSAccelerator XLAAccelerator apply_to_collection convert "
-        "get_filesystem is_overridden load_hparams_from_tags_csv load_hparams_from_yaml "
+        "AttributeDict CUDAAccelerator MPSAccelerator XLAAccelerator apply_to_collection "
+        "convert get_filesystem is_overridden load_hparams_from_tags_csv load_hparams_from_yaml "
         "parse_class_init_keys pl_legacy_patch pl_load rank_zero_warn save_hparams_to_tags_csv "
         "save_hparams_to_yaml update_hparams",
     "lightning.pytorch.demos":
-        "BoringDataModule BoringModel DemoModel LightningLSTM LightningTransformer SequenceSampler "
-        "SimpleLSTM Transformer WikiText2",
+        "BoringDataModule BoringModel DemoModel LightningLSTM LightningTransformer "
+        "SequenceSampler SimpleLSTM Transformer WikiText2",
     "lightning.pytorch.demos.boring_classes":
         "BoringDataModule BoringDataModuleNoLen BoringModel DemoModel IterableBoringDataModule "
         "LightningDataModule LightningModule LightningOptimizer ManualOptimBoringModel Net "
@@ -138,8 +141,8 @@ PUBLIC: dict[str, str] = {
         "DummyExperiment DummyLogger FabricLogger Logger ModelCheckpoint merge_dicts "
         "rank_zero_experiment",
     "lightning.pytorch.loggers.mlflow":
-        "Logger MLFlowLogger ModelCheckpoint RequirementCache rank_zero_experiment rank_zero_only "
-        "rank_zero_warn",
+        "Logger MLFlowLogger ModelCheckpoint RequirementCache rank_zero_experiment "
+        "rank_zero_only rank_zero_warn",
     "lightning.pytorch.loggers.neptune": "NeptuneLogger",
     "lightning.pytorch.loggers.tensorboard":
         "FabricTensorBoardLogger Logger ModelCheckpoint TensorBoardLogger rank_zero_only "
@@ -150,17 +153,18 @@ PUBLIC: dict[str, str] = {
         "rank_zero_experiment rank_zero_only rank_zero_warn",
     "lightning.pytorch.loops": "",
     "lightning.pytorch.loops.evaluation_loop":
-        "CombinedLoader RestartStage RunningStage SIGTERMException TrainerFn apply_to_collection "
-        "has_len_all_ranks is_overridden is_param_in_hook_signature",
+        "CombinedLoader RestartStage RunningStage SIGTERMException TrainerFn "
+        "apply_to_collection has_len_all_ranks is_overridden is_param_in_hook_signature",
     "lightning.pytorch.loops.fetchers": "CombinedLoader MisconfigurationException sized_len",
     "lightning.pytorch.loops.fit_loop":
         "CombinedLoader MisconfigurationException PossibleUserWarning RestartStage RunningStage "
-        "SIGTERMException TrainerFn has_len_all_ranks is_overridden rank_zero_debug rank_zero_info "
-        "rank_zero_warn sized_len",
+        "SIGTERMException TrainerFn has_len_all_ranks is_overridden rank_zero_debug "
+        "rank_zero_info rank_zero_warn sized_len",
     "lightning.pytorch.loops.loop": "",
     "lightning.pytorch.loops.optimization": "",
     "lightning.pytorch.loops.optimization.automatic":
-        "AbstractClosure Closure ClosureResult MisconfigurationException OutputResult WarningCache",
+        "AbstractClosure Closure ClosureResult MisconfigurationException OutputResult "
+        "WarningCache",
     "lightning.pytorch.loops.optimization.closure":
         "AbstractClosure MisconfigurationException OutputResult T",
     "lightning.pytorch.loops.optimization.manual":
@@ -170,8 +174,8 @@ PUBLIC: dict[str, str] = {
         "WarningCache has_len_all_ranks is_param_in_hook_signature move_data_to_device",
     "lightning.pytorch.loops.progress": "",
     "lightning.pytorch.loops.training_epoch_loop":
-        "MisconfigurationException PossibleUserWarning RestartStage RunningStage SIGTERMException "
-        "TrainerFn WarningCache is_param_in_hook_signature rank_zero_warn",
+        "MisconfigurationException PossibleUserWarning RestartStage RunningStage "
+        "SIGTERMException TrainerFn WarningCache is_param_in_hook_signature rank_zero_warn",
     "lightning.pytorch.loops.utilities":
         "FSDPStrategy ParallelStrategy PossibleUserWarning RunningStage Strategy Timer "
         "XLAAccelerator check_finite_loss is_param_in_hook_signature rank_zero_warn",
@@ -180,12 +184,13 @@ PUBLIC: dict[str, str] = {
         "UnrepeatedDistributedSampler UnrepeatedDistributedSamplerWrapper prepare_for_backward "
         "rank_zero_debug rank_zero_info",
     "lightning.pytorch.plugins":
-        "AsyncCheckpointIO BitsandbytesPrecision CheckpointIO DeepSpeedPrecision DoublePrecision "
-        "FSDPPrecision HalfPrecision LayerSync MixedPrecision Precision TorchCheckpointIO "
-        "TorchSyncBatchNorm TransformerEnginePrecision XLACheckpointIO XLAPrecision",
+        "AsyncCheckpointIO BitsandbytesPrecision CheckpointIO DeepSpeedPrecision "
+        "DoublePrecision FSDPPrecision HalfPrecision LayerSync MixedPrecision Precision "
+        "TorchCheckpointIO TorchSyncBatchNorm TransformerEnginePrecision XLACheckpointIO "
+        "XLAPrecision",
     "lightning.pytorch.plugins.environments":
-        "ClusterEnvironment KubeflowEnvironment LSFEnvironment LightningEnvironment MPIEnvironment "
-        "SLURMEnvironment TorchElasticEnvironment XLAEnvironment",
+        "ClusterEnvironment KubeflowEnvironment LSFEnvironment LightningEnvironment "
+        "MPIEnvironment SLURMEnvironment TorchElasticEnvironment XLAEnvironment",
     "lightning.pytorch.plugins.io":
         "AsyncCheckpointIO CheckpointIO TorchCheckpointIO XLACheckpointIO",
     "lightning.pytorch.plugins.io.async_plugin": "AsyncCheckpointIO apply_to_collection",
@@ -215,20 +220,23 @@ PUBLIC: dict[str, str] = {
     "lightning.pytorch.plugins.precision.half":
         "HalfPrecision HalfPrecisionPlugin Precision apply_to_collection",
     "lightning.pytorch.plugins.precision.precision":
-        "CheckpointHooks FabricPrecision GradClipAlgorithmType Precision PrecisionPlugin Steppable",
+        "CheckpointHooks FabricPrecision GradClipAlgorithmType Precision PrecisionPlugin "
+        "Steppable",
     "lightning.pytorch.plugins.precision.transformer_engine":
-        "FabricTEPrecision Precision TransformerEnginePrecision TransformerEnginePrecisionPlugin",
+        "FabricTEPrecision Precision TransformerEnginePrecision "
+        "TransformerEnginePrecisionPlugin",
     "lightning.pytorch.plugins.precision.xla":
         "MisconfigurationException Optimizable Precision XLAPrecision XLAPrecisionPlugin",
     "lightning.pytorch.profilers":
-        "AdvancedProfiler PassThroughProfiler Profiler PyTorchProfiler SimpleProfiler XLAProfiler",
+        "AdvancedProfiler PassThroughProfiler Profiler PyTorchProfiler SimpleProfiler "
+        "XLAProfiler",
     "lightning.pytorch.profilers.advanced":
         "AdvancedProfiler Profiler get_filesystem rank_zero_only",
     "lightning.pytorch.profilers.base": "PassThroughProfiler Profiler",
     "lightning.pytorch.profilers.profiler": "Profiler get_filesystem",
     "lightning.pytorch.profilers.pytorch":
-        "MisconfigurationException Profiler PyTorchProfiler RegisterRecordFunction ScheduleWrapper "
-        "WarningCache is_cuda_available rank_zero_warn warning_cache",
+        "MisconfigurationException Profiler PyTorchProfiler RegisterRecordFunction "
+        "ScheduleWrapper WarningCache is_cuda_available rank_zero_warn warning_cache",
     "lightning.pytorch.profilers.simple": "Profiler SimpleProfiler",
     "lightning.pytorch.profilers.xla": "Profiler XLAProfiler",
     "lightning.pytorch.serve": "ServableModule ServableModuleValidator",
@@ -240,13 +248,14 @@ PUBLIC: dict[str, str] = {
         "DDPStrategy DeepSpeedStrategy FSDPStrategy ModelParallelStrategy ParallelStrategy "
         "SingleDeviceStrategy Strategy",
     "lightning.pytorch.strategies.ddp":
-        "CheckpointIO ClusterEnvironment DDPStrategy LightningOptimizer ParallelStrategy Precision "
-        "TBroadcast TrainerFn prepare_for_backward rank_zero_deprecation rank_zero_info "
-        "rank_zero_only reset_seed utils_rank_zero_only",
+        "CheckpointIO ClusterEnvironment DDPStrategy LightningOptimizer ParallelStrategy "
+        "Precision TBroadcast TrainerFn prepare_for_backward rank_zero_deprecation "
+        "rank_zero_info rank_zero_only reset_seed utils_rank_zero_only",
     "lightning.pytorch.strategies.deepspeed":
         "CUDAAccelerator ClusterEnvironment DDPStrategy DeepSpeedStrategy GradClipAlgorithmType "
-        "LRSchedulerConfig MisconfigurationException Precision TrainerFn WarningCache is_overridden "
-        "rank_zero_info rank_zero_warn remove_module_hooks reset_seed warning_cache",
+        "LRSchedulerConfig MisconfigurationException Precision TrainerFn WarningCache "
+        "is_overridden rank_zero_info rank_zero_warn remove_module_hooks reset_seed "
+        "warning_cache",
     "lightning.pytorch.strategies.fsdp":
         "CheckpointIO ClusterEnvironment FSDPPrecision FSDPStrategy LightningOptimizer "
         "ParallelStrategy Precision TBroadcast TrainerFn is_overridden rank_zero_info "
@@ -270,8 +279,8 @@ PUBLIC: dict[str, str] = {
         "CheckpointIO Precision SingleDeviceStrategy SingleDeviceXLAStrategy TrainerFn "
         "XLACheckpointIO XLAPrecision find_shared_parameters set_shared_parameters",
     "lightning.pytorch.strategies.strategy":
-        "CheckpointIO LRSchedulerConfig LightningOptimizer Precision Strategy TBroadcast TReduce "
-        "TorchCheckpointIO TrainerFn move_data_to_device",
+        "CheckpointIO LRSchedulerConfig LightningOptimizer Precision Strategy TBroadcast "
+        "TReduce TorchCheckpointIO TrainerFn move_data_to_device",
     "lightning.pytorch.strategies.xla":
         "CheckpointIO DDPStrategy Precision TBroadcast TrainerFn XLACheckpointIO XLAEnvironment "
         "XLAPrecision XLAStrategy find_shared_parameters rank_zero_only set_shared_parameters",
@@ -293,17 +302,18 @@ PUBLIC: dict[str, str] = {
         "TorchSyncBatchNorm TransformerEnginePrecision XLAAccelerator XLAPrecision XLAStrategy "
         "rank_zero_info rank_zero_warn",
     "lightning.pytorch.trainer.connectors.callback_connector":
-        "BatchSizeFinder Callback Checkpoint LearningRateFinder LitLogger MisconfigurationException "
-        "ModelCheckpoint ModelSummary ProgressBar RequirementCache RichModelSummary RichProgressBar "
-        "TQDMProgressBar Timer is_overridden rank_zero_info",
+        "BatchSizeFinder Callback Checkpoint LearningRateFinder LitLogger "
+        "MisconfigurationException ModelCheckpoint ModelSummary ProgressBar RequirementCache "
+        "RichModelSummary RichProgressBar TQDMProgressBar Timer is_overridden rank_zero_info",
     "lightning.pytorch.trainer.connectors.checkpoint_connector":
         "MisconfigurationException MixedPrecision ModelCheckpoint SLURMEnvironment TrainerFn "
-        "find_model_local_ckpt_path get_filesystem module_available pl_legacy_patch rank_zero_info "
-        "rank_zero_warn",
+        "find_model_local_ckpt_path get_filesystem module_available pl_legacy_patch "
+        "rank_zero_info rank_zero_warn",
     "lightning.pytorch.trainer.connectors.data_connector":
         "CombinedLoader DistributedSamplerWrapper MisconfigurationException PossibleUserWarning "
         "RunningStage TrainerFn UnrepeatedDistributedSamplerWrapper WarningCache "
-        "has_iterable_dataset is_overridden rank_zero_warn suggested_max_num_workers warning_cache",
+        "has_iterable_dataset is_overridden rank_zero_warn suggested_max_num_workers "
+        "warning_cache",
     "lightning.pytorch.trainer.connectors.logger_connector": "",
     "lightning.pytorch.trainer.connectors.logger_connector.fx_validator":
         "MisconfigurationException",
@@ -325,18 +335,18 @@ PUBLIC: dict[str, str] = {
         "LightningEnum RunningStage TrainerFn TrainerState TrainerStatus",
     "lightning.pytorch.trainer.trainer":
         "Accelerator CSVLogger Callback Checkpoint EarlyStopping GradClipAlgorithmType "
-        "LRSchedulerConfig LightningDataModule Logger MisconfigurationException ParallelStrategy "
-        "PossibleUserWarning Precision Profiler ProgressBar RunningStage Strategy TensorBoardLogger "
-        "Trainer TrainerFn TrainerState TrainerStatus convert_tensors_to_scalars "
-        "download_model_from_registry is_overridden isolate_rng module_available rank_zero_info "
-        "rank_zero_warn",
+        "LRSchedulerConfig LightningDataModule Logger MisconfigurationException "
+        "ParallelStrategy PossibleUserWarning Precision Profiler ProgressBar RunningStage "
+        "Strategy TensorBoardLogger Trainer TrainerFn TrainerState TrainerStatus "
+        "convert_tensors_to_scalars download_model_from_registry is_overridden isolate_rng "
+        "module_available rank_zero_info rank_zero_warn",
     "lightning.pytorch.tuner": "Tuner",
     "lightning.pytorch.tuner.batch_size_scaling":
-        "garbage_collection_cuda is_oom_error lightning_getattr lightning_setattr rank_zero_info "
-        "rank_zero_warn",
+        "garbage_collection_cuda is_oom_error lightning_getattr lightning_setattr "
+        "rank_zero_info rank_zero_warn",
     "lightning.pytorch.tuner.lr_finder":
-        "Callback LRSchedulerConfig MisconfigurationException RequirementCache lightning_hasattr "
-        "lightning_setattr rank_zero_warn",
+        "Callback LRSchedulerConfig MisconfigurationException RequirementCache "
+        "lightning_hasattr lightning_setattr rank_zero_warn",
     "lightning.pytorch.tuner.tuning": "Callback MisconfigurationException Tuner",
     "lightning.pytorch.utilities":
         "AttributeDict CombinedLoader GradClipAlgorithmType LightningEnum "
@@ -351,9 +361,9 @@ PUBLIC: dict[str, str] = {
         "to_uncompiled",
     "lightning.pytorch.utilities.consolidate_checkpoint": "",
     "lightning.pytorch.utilities.data":
-        "MisconfigurationException PossibleUserWarning RunningStage WarningCache extract_batch_size "
-        "has_iterable_dataset has_len_all_ranks is_dataclass_instance rank_zero_warn sized_len "
-        "warning_cache",
+        "MisconfigurationException PossibleUserWarning RunningStage WarningCache "
+        "extract_batch_size has_iterable_dataset has_len_all_ranks is_dataclass_instance "
+        "rank_zero_warn sized_len warning_cache",
     "lightning.pytorch.utilities.deepspeed":
         "convert_zero_checkpoint_to_fp32_state_dict ds_checkpoint_dir",
     "lightning.pytorch.utilities.enums": "GradClipAlgorithmType LightningEnum",
@@ -377,16 +387,16 @@ PUBLIC: dict[str, str] = {
         "DeepSpeedSummary LayerSummary ModelSummary get_formatted_model_size "
         "get_human_readable_count parse_batch_shape summarize",
     "lightning.pytorch.utilities.model_summary.model_summary":
-        "LayerSummary ModelSummary WarningCache get_formatted_model_size get_human_readable_count "
-        "parse_batch_shape rank_zero_warn summarize warning_cache",
+        "LayerSummary ModelSummary WarningCache get_formatted_model_size "
+        "get_human_readable_count parse_batch_shape rank_zero_warn summarize warning_cache",
     "lightning.pytorch.utilities.model_summary.model_summary_deepspeed":
         "DeepSpeedLayerSummary DeepSpeedSummary LayerSummary ModelSummary RequirementCache "
         "deepspeed_param_size get_human_readable_count",
     "lightning.pytorch.utilities.parameter_tying": "find_shared_parameters set_shared_parameters",
     "lightning.pytorch.utilities.parsing":
         "AttributeDict clean_namespace collect_init_args get_init_args is_picklable "
-        "lightning_getattr lightning_hasattr lightning_setattr parse_class_init_keys rank_zero_warn "
-        "save_hyperparameters",
+        "lightning_getattr lightning_hasattr lightning_setattr parse_class_init_keys "
+        "rank_zero_warn save_hyperparameters",
     "lightning.pytorch.utilities.rank_zero":
         "LightningDeprecationWarning WarningCache rank_prefixed_message rank_zero_debug "
         "rank_zero_deprecation rank_zero_info rank_zero_only rank_zero_warn",
@@ -405,8 +415,8 @@ PUBLIC: dict[str, str] = {
     "lightning.fabric.accelerators.accelerator": "Accelerator",
     "lightning.fabric.accelerators.cpu": "Accelerator CPUAccelerator",
     "lightning.fabric.accelerators.cuda":
-        "Accelerator CUDAAccelerator find_usable_cuda_devices is_cuda_available num_cuda_devices "
-        "rank_zero_info",
+        "Accelerator CUDAAccelerator find_usable_cuda_devices is_cuda_available "
+        "num_cuda_devices rank_zero_info",
     "lightning.fabric.accelerators.mps": "Accelerator MPSAccelerator",
     "lightning.fabric.accelerators.registry":
         "MisconfigurationException call_register_accelerators",
@@ -418,15 +428,15 @@ PUBLIC: dict[str, str] = {
         "ClusterEnvironment DeepSpeedPrecision DeepSpeedStrategy DoublePrecision FSDPPrecision "
         "FSDPStrategy HalfPrecision LSFEnvironment LightningEnvironment MPIEnvironment "
         "MPSAccelerator MixedPrecision ModelParallelStrategy ParallelStrategy Precision "
-        "SLURMEnvironment STRATEGY_REGISTRY SingleDeviceStrategy SingleDeviceXLAStrategy Strategy "
-        "TorchElasticEnvironment TransformerEnginePrecision XLAAccelerator XLAFSDPStrategy "
-        "XLAPrecision XLAStrategy rank_zero_info rank_zero_warn",
+        "SLURMEnvironment STRATEGY_REGISTRY SingleDeviceStrategy SingleDeviceXLAStrategy "
+        "Strategy TorchElasticEnvironment TransformerEnginePrecision XLAAccelerator "
+        "XLAFSDPStrategy XLAPrecision XLAStrategy rank_zero_info rank_zero_warn",
     "lightning.fabric.fabric":
-        "Accelerator DataParallelStrategy DeepSpeedStrategy DistributedSamplerWrapper FSDPStrategy "
-        "Fabric Logger PossibleUserWarning Precision SingleDeviceStrategy Strategy TBroadcast "
-        "XLAStrategy apply_to_collection convert_tensors_to_scalars convert_to_tensors "
-        "has_iterable_dataset is_overridden move_data_to_device rank_zero_deprecation "
-        "rank_zero_warn seed_everything",
+        "Accelerator DataParallelStrategy DeepSpeedStrategy DistributedSamplerWrapper "
+        "FSDPStrategy Fabric Logger PossibleUserWarning Precision SingleDeviceStrategy Strategy "
+        "TBroadcast XLAStrategy apply_to_collection convert_tensors_to_scalars "
+        "convert_to_tensors has_iterable_dataset is_overridden move_data_to_device "
+        "rank_zero_deprecation rank_zero_warn seed_everything",
     "lightning.fabric.loggers": "CSVLogger Logger TensorBoardLogger",
     "lightning.fabric.loggers.csv_logs":
         "CSVLogger Logger get_filesystem rank_zero_experiment rank_zero_only rank_zero_warn",
@@ -435,8 +445,8 @@ PUBLIC: dict[str, str] = {
         "Logger RequirementCache TensorBoardLogger get_filesystem rank_zero_experiment "
         "rank_zero_only rank_zero_warn",
     "lightning.fabric.plugins":
-        "BitsandbytesPrecision CheckpointIO ClusterEnvironment DeepSpeedPrecision DoublePrecision "
-        "FSDPPrecision HalfPrecision MixedPrecision Precision TorchCheckpointIO "
+        "BitsandbytesPrecision CheckpointIO ClusterEnvironment DeepSpeedPrecision "
+        "DoublePrecision FSDPPrecision HalfPrecision MixedPrecision Precision TorchCheckpointIO "
         "TransformerEnginePrecision XLACheckpointIO XLAPrecision",
     "lightning.fabric.plugins.collectives": "Collective SingleDeviceCollective TorchCollective",
     "lightning.fabric.plugins.collectives.collective": "CollectibleGroup Collective",
@@ -445,26 +455,23 @@ PUBLIC: dict[str, str] = {
     "lightning.fabric.plugins.collectives.torch_collective":
         "CollectibleGroup Collective TorchCollective",
     "lightning.fabric.plugins.environments":
-        "ClusterEnvironment KubeflowEnvironment LSFEnvironment LightningEnvironment MPIEnvironment "
-        "SLURMEnvironment TorchElasticEnvironment XLAEnvironment",
+        "ClusterEnvironment KubeflowEnvironment LSFEnvironment LightningEnvironment "
+        "MPIEnvironment SLURMEnvironment TorchElasticEnvironment XLAEnvironment",
     "lightning.fabric.plugins.environments.cluster_environment": "ClusterEnvironment",
     "lightning.fabric.plugins.environments.kubeflow": "ClusterEnvironment KubeflowEnvironment",
     "lightning.fabric.plugins.environments.lightning":
         "ClusterEnvironment LightningEnvironment find_free_network_port rank_zero_only",
-    "lightning.fabric.plugins.environments.lsf":
-        "ClusterEnvironment LSFEnvironment get_filesystem",
+    "lightning.fabric.plugins.environments.lsf": "ClusterEnvironment LSFEnvironment get_filesystem",
     "lightning.fabric.plugins.environments.mpi":
         "ClusterEnvironment MPIEnvironment RequirementCache find_free_network_port",
     "lightning.fabric.plugins.environments.slurm":
         "ClusterEnvironment PossibleUserWarning SLURMEnvironment rank_zero_warn",
     "lightning.fabric.plugins.environments.torchelastic":
         "ClusterEnvironment TorchElasticEnvironment rank_zero_warn",
-    "lightning.fabric.plugins.environments.xla":
-        "ClusterEnvironment XLAAccelerator XLAEnvironment",
+    "lightning.fabric.plugins.environments.xla": "ClusterEnvironment XLAAccelerator XLAEnvironment",
     "lightning.fabric.plugins.io": "CheckpointIO TorchCheckpointIO XLACheckpointIO",
     "lightning.fabric.plugins.io.checkpoint_io": "CheckpointIO",
-    "lightning.fabric.plugins.io.torch_io":
-        "CheckpointIO TorchCheckpointIO get_filesystem pl_load",
+    "lightning.fabric.plugins.io.torch_io": "CheckpointIO TorchCheckpointIO get_filesystem pl_load",
     "lightning.fabric.plugins.io.xla":
         "RequirementCache TorchCheckpointIO XLACheckpointIO apply_to_collection get_filesystem",
     "lightning.fabric.plugins.precision":
@@ -482,8 +489,8 @@ PUBLIC: dict[str, str] = {
     "lightning.fabric.plugins.precision.half": "HalfPrecision Precision apply_to_collection",
     "lightning.fabric.plugins.precision.precision": "Optimizable Precision",
     "lightning.fabric.plugins.precision.transformer_engine":
-        "Precision RequirementCache TransformerEnginePrecision apply_to_collection rank_zero_info "
-        "rank_zero_warn",
+        "Precision RequirementCache TransformerEnginePrecision apply_to_collection "
+        "rank_zero_info rank_zero_warn",
     "lightning.fabric.plugins.precision.utils": "",
     "lightning.fabric.plugins.precision.xla": "Optimizable Precision XLAPrecision",
     "lightning.fabric.strategies":
@@ -500,9 +507,9 @@ PUBLIC: dict[str, str] = {
         "Accelerator CheckpointIO DataParallelStrategy ParallelStrategy Precision TBroadcast "
         "TReduce apply_to_collection",
     "lightning.fabric.strategies.fsdp":
-        "Accelerator CheckpointIO ClusterEnvironment FSDPPrecision FSDPStrategy ParallelStrategy "
-        "Precision RequirementCache TBroadcast rank_zero_deprecation rank_zero_only rank_zero_warn "
-        "reset_seed utils_rank_zero_only",
+        "Accelerator CheckpointIO ClusterEnvironment FSDPPrecision FSDPStrategy "
+        "ParallelStrategy Precision RequirementCache TBroadcast rank_zero_deprecation "
+        "rank_zero_only rank_zero_warn reset_seed utils_rank_zero_only",
     "lightning.fabric.strategies.launchers": "",
     "lightning.fabric.strategies.launchers.launcher": "",
     "lightning.fabric.strategies.launchers.multiprocessing":
@@ -528,12 +535,14 @@ PUBLIC: dict[str, str] = {
         "Accelerator CheckpointIO ParallelStrategy Precision TBroadcast XLACheckpointIO "
         "XLAEnvironment XLAPrecision XLAStrategy rank_zero_only",
     "lightning.fabric.strategies.xla_fsdp":
-        "Accelerator CheckpointIO Optimizable ParallelStrategy Precision TBroadcast XLACheckpointIO "
-        "XLAEnvironment XLAFSDPStrategy XLAPrecision get_filesystem rank_zero_only rank_zero_warn",
+        "Accelerator CheckpointIO Optimizable ParallelStrategy Precision TBroadcast "
+        "XLACheckpointIO XLAEnvironment XLAFSDPStrategy XLAPrecision get_filesystem "
+        "rank_zero_only rank_zero_warn",
     "lightning.fabric.utilities":
-        "AttributeDict LightningEnum Throughput ThroughputMonitor disable_possible_user_warnings "
-        "is_shared_filesystem measure_flops move_data_to_device rank_zero_deprecation "
-        "rank_zero_info rank_zero_only rank_zero_warn suggested_max_num_workers",
+        "AttributeDict LightningEnum Throughput ThroughputMonitor "
+        "disable_possible_user_warnings is_shared_filesystem measure_flops move_data_to_device "
+        "rank_zero_deprecation rank_zero_info rank_zero_only rank_zero_warn "
+        "suggested_max_num_workers",
     "lightning.fabric.utilities.apply_func":
         "apply_to_collection convert_tensors_to_scalars convert_to_tensors move_data_to_device",
     "lightning.fabric.utilities.cloud_io": "get_filesystem module_available",
@@ -569,6 +578,6 @@ PUBLIC: dict[str, str] = {
     "lightning.fabric.utilities.warnings":
         "LightningDeprecationWarning PossibleUserWarning disable_possible_user_warnings",
     "lightning.fabric.wrappers":
-        "Optimizable Precision Strategy T_destination apply_to_collection is_overridden is_wrapped "
-        "move_data_to_device",
+        "Optimizable Precision Strategy T_destination apply_to_collection is_overridden "
+        "is_wrapped move_data_to_device",
 }

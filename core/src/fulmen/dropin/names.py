@@ -185,7 +185,8 @@ SHARED: dict[str, str] = {
     "AttributeDict": "fulmen.hparams:AttributeDict",
     **_in("fulmen.utilities.parsing", "clean_namespace collect_init_args get_init_args "
           "is_picklable lightning_getattr lightning_hasattr lightning_setattr "
-          "parse_class_init_keys save_hyperparameters"),
+          "parse_class_init_keys"),
+    "save_hyperparameters": "fulmen.utilities.hparams_mixin:save_hyperparameters",
     **_in("fulmen.utilities.saving", "convert load_hparams_from_tags_csv load_hparams_from_yaml "
           "save_hparams_to_tags_csv save_hparams_to_yaml update_hparams"),
     **_in("fulmen.utilities.cloud_io", "get_filesystem pl_load"),

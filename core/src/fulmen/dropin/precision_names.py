@@ -27,12 +27,12 @@ def by_name(precision: str | int, owner: str, scaler: Any = None) -> Precision:
 class FSDPPrecision(Precision):
     """``FSDPPrecision(precision, scaler=None)``: the precision plugin ``precision`` names."""
 
-    def __new__(cls, precision: str | int = "32-true", scaler: Any = None) -> Any:  # type: ignore[misc]
+    def __new__(cls, precision: str | int = "32-true", scaler: Any = None) -> Any:
         return by_name(precision, cls.__name__, scaler)
 
 
 class DeepSpeedPrecision(Precision):
     """``DeepSpeedPrecision(precision)``: the precision plugin ``precision`` names."""
 
-    def __new__(cls, precision: str | int = "32-true") -> Any:  # type: ignore[misc]
+    def __new__(cls, precision: str | int = "32-true") -> Any:
         return by_name(precision, cls.__name__)

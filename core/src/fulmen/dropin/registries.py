@@ -50,7 +50,7 @@ class PluginRegistry(Mapping[str, dict[str, Any]]):
     def __contains__(self, name: object) -> bool:
         return self._entry(name) is not None
 
-    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, name: str, default: Any = None) -> Any:
         """The plugin ``name`` selects, constructed with its registered arguments."""
         entry = self._entry(name)
         if entry is not None:
@@ -77,7 +77,8 @@ class PluginRegistry(Mapping[str, dict[str, Any]]):
             from fulmen.kernel.hookspecs import hookimpl
             from fulmen.kernel.kinds import HOOKS, RECORDS
 
-            spec = RECORDS[self.kind](name=name, target=target, description=description or "",
+            spec = RECORDS[self.kind](name=name, target=target,  # type: ignore[arg-type]
+                                      description=description or "",
                                       init_kwargs=init_params)
 
             def records() -> Iterator[Any]:

@@ -152,7 +152,8 @@ class CombinedLoader(Iterable[_Step]):
     """Iterate a collection of loaders in one of Lightning's modes (see the module docstring).
 
     >>> from torch.utils.data import DataLoader
-    >>> loaders = {'a': DataLoader(range(6), batch_size=4), 'b': DataLoader(range(15), batch_size=5)}
+    >>> loaders = {'a': DataLoader(range(6), batch_size=4),
+    ...            'b': DataLoader(range(15), batch_size=5)}
     >>> combined = CombinedLoader(loaders, 'max_size_cycle')
     >>> _ = iter(combined)
     >>> len(combined)

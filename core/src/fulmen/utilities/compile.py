@@ -15,10 +15,11 @@ _METHODS = ("forward", "training_step", "validation_step", "test_step", "predict
 _ORIGINALS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
-def _optimized_module() -> type:
+def _is_compiled(model: Any) -> bool:
+    """Whether ``model`` is what ``torch.compile`` returned for a module."""
     from torch._dynamo import OptimizedModule
 
-    return OptimizedModule  # type: ignore[no-any-return]
+    return isinstance(model, OptimizedModule)
 
 
 def from_compiled(model: Any) -> Any:
@@ -26,7 +27,7 @@ def from_compiled(model: Any) -> Any:
     compiled by the same compiler context."""
     from fulmen.module import Module
 
-    if not isinstance(model, _optimized_module()):
+    if not _is_compiled(model):
         raise ValueError("`model` is required to be a `OptimizedModule`. Found a "
                          f"`{type(model).__name__}` instead.")
     original = model._orig_mod
@@ -46,7 +47,7 @@ def to_uncompiled(model: Any) -> Any:
     :func:`from_compiled` (whose methods are restored in place)."""
     from fulmen.module import Module
 
-    if isinstance(model, _optimized_module()):
+    if _is_compiled(model):
         original = model._orig_mod
         if not isinstance(original, Module):
             raise TypeError("Unexpected error, the wrapped model should be a LightningModule, "

@@ -155,11 +155,11 @@ def _migrate_model_checkpoint_save_on_train_epoch_end_default(checkpoint: _Check
 
     states = {new_key(k): v for k, v in checkpoint["callbacks"].items() if isinstance(k, str)}
     if len(states) < len(checkpoint["callbacks"]):
-        rank_zero_warn("You have multiple `ModelCheckpoint` callback states in this checkpoint, but "
-                       "we found state keys that would end up colliding with each other after an "
-                       "upgrade, which means we can't differentiate which of your checkpoint "
-                       "callbacks needs which states. At least one of your `ModelCheckpoint` "
-                       "callbacks will not be able to reload the state.",
+        rank_zero_warn("You have multiple `ModelCheckpoint` callback states in this checkpoint, "
+                       "but we found state keys that would end up colliding with each other "
+                       "after an upgrade, which means we can't differentiate which of your "
+                       "checkpoint callbacks needs which states. At least one of your "
+                       "`ModelCheckpoint` callbacks will not be able to reload the state.",
                        category=PossibleUserWarning)
         return checkpoint
     checkpoint["callbacks"] = states
@@ -249,7 +249,7 @@ class _RedirectingUnpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
-class pl_legacy_patch:  # noqa: N801 - Lightning's name
+class pl_legacy_patch:
     """Inside, ``torch.load`` (``weights_only=False``) reads checkpoints of old Lightning
     releases: ``lightning.pytorch.utilities.argparse_utils`` (removed in 1.4) exists again with
     ``_gpus_arg_default``, ``_FaultTolerantMode`` (removed in 2.0) is back on the loaded

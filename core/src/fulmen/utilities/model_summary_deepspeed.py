@@ -41,8 +41,9 @@ class DeepSpeedLayerSummary(LayerSummary):
     @property
     def average_shard_parameters(self) -> int:
         """The parameters this process holds."""
-        return sum(0 if _shape_unknown(p) else p.partition_numel()  # type: ignore[attr-defined]
-                   for p in self._module.parameters())
+        sizes: list[int] = [0 if _shape_unknown(p) else int(p.partition_numel())  # type: ignore[attr-defined]
+                            for p in self._module.parameters()]
+        return sum(sizes)
 
 
 class DeepSpeedSummary(ModelSummary):

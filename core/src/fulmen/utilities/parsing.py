@@ -1,14 +1,14 @@
 """Lightning's ``lightning.pytorch.utilities.parsing``: reading constructor arguments from a
-frame, ``save_hyperparameters`` for any object, and the ``lightning_*attr`` helpers the tuner
-uses to find ``lr`` / ``batch_size`` on a module, its ``hparams`` or its datamodule."""
+frame, and the ``lightning_*attr`` helpers the tuner uses to find ``lr`` / ``batch_size`` on a
+module, its ``hparams`` or its datamodule (``save_hyperparameters`` for any object is in
+:mod:`fulmen.utilities.hparams_mixin`)."""
 
 from __future__ import annotations
 
 import inspect
 import pickle
 import types
-from collections.abc import MutableMapping, Sequence
-from dataclasses import fields, is_dataclass
+from collections.abc import MutableMapping
 from typing import Any
 
 from fulmen.hparams import AttributeDict
@@ -16,7 +16,7 @@ from fulmen.utilities.rank_zero import rank_zero_warn
 
 __all__ = ["AttributeDict", "clean_namespace", "collect_init_args", "get_init_args",
            "is_picklable", "lightning_getattr", "lightning_hasattr", "lightning_setattr",
-           "parse_class_init_keys", "save_hyperparameters"]
+           "parse_class_init_keys"]
 
 
 def is_picklable(obj: object) -> bool:
@@ -90,64 +90,6 @@ def collect_init_args(frame: types.FrameType, path_args: list[dict[str, Any]],
             break
         frame = frame.f_back
     return path_args
-
-
-def save_hyperparameters(obj: Any, *args: Any, ignore: Sequence[str] | str | None = None,
-                         frame: types.FrameType | None = None,
-                         given_hparams: dict[str, Any] | None = None) -> None:
-    """Lightning's function behind ``save_hyperparameters``: record in ``obj.hparams`` the
-    ``__init__`` arguments found from ``frame`` (the caller's by default), all or those named
-    in ``args``, or the one dict/Namespace given; a dataclass gives its init fields.
-    ``obj`` is a :class:`~fulmen.utilities.hparams_mixin.HyperparametersMixin` (or a fulmen
-    Module/DataModule, whose ``hparams`` is updated)."""
-    from fulmen.utilities.hparams_mixin import HyperparametersMixin
-
-    if len(args) == 1 and not isinstance(args[0], str) and not args[0]:
-        return  # an empty container
-    if frame is None:
-        current = inspect.currentframe()
-        frame = current.f_back if current is not None else None
-    if not isinstance(frame, types.FrameType):
-        raise AttributeError("There is no `frame` available while being required.")
-    if given_hparams is not None:
-        init_args = dict(given_hparams)
-    elif is_dataclass(obj):
-        init_args = {f.name: getattr(obj, f.name) for f in fields(obj) if f.init}
-    else:
-        init_args = {}
-        for local_args in collect_init_args(frame, [], classes=(HyperparametersMixin,)):
-            init_args.update(local_args)
-    if ignore is None:
-        ignored: list[str] = []
-    elif isinstance(ignore, str):
-        ignored = [ignore]
-    else:
-        ignored = list({arg for arg in ignore if isinstance(arg, str)})
-    init_args = {k: v for k, v in init_args.items() if k not in ignored}
-    name: str | None
-    if not args:
-        hparams: Any = init_args
-        name = "kwargs" if hparams else None
-    else:
-        non_str = [arg for arg in args if not isinstance(arg, str)]
-        if len(non_str) == 1:
-            hparams = non_str[0]
-            name = next((k for k, v in init_args.items() if v == hparams), None)
-        else:
-            hparams = {arg: init_args[arg] for arg in args if isinstance(arg, str)}
-            name = "kwargs"
-    HyperparametersMixin.store(obj, hparams, name, ignored)
-    for key, value in obj.hparams.items():
-        if _is_module(value):
-            rank_zero_warn(f"Attribute {key!r} is an instance of `nn.Module` and is already saved "
-                           "during checkpointing. It is recommended to ignore them using "
-                           f"`self.save_hyperparameters(ignore=[{key!r}])`.")
-
-
-def _is_module(value: Any) -> bool:
-    import torch
-
-    return isinstance(value, torch.nn.Module)
 
 
 def _datamodule(model: Any) -> Any:

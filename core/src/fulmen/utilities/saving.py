@@ -50,7 +50,8 @@ def update_hparams(hparams: dict[str, Any], updates: dict[str, Any]) -> None:
 def convert(val: str) -> int | float | bool | str:
     """A Python literal in ``val`` (``"3"`` -> 3, ``"True"`` -> True), else ``val`` itself."""
     try:
-        return ast.literal_eval(val)  # type: ignore[no-any-return]
+        value: int | float | bool | str = ast.literal_eval(val)
+        return value
     except (ValueError, SyntaxError) as err:
         log.debug(err)
         return val

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from fulmen_strategies.samplers import UnrepeatedDistributedSampler
 from torch.utils.data import Dataset, Sampler
+
+from fulmen_strategies.samplers import UnrepeatedDistributedSampler
 
 __all__ = ["UnrepeatedDistributedSampler", "UnrepeatedDistributedSamplerWrapper"]
 
