@@ -285,3 +285,48 @@ def test_deprecation_warnings_are_fulmens() -> None:
 
 def _dummy(*args: Any) -> None:
     return None
+
+
+@pytest.mark.timeout(240)
+def test_fabric_cli_main_runs_the_script_under_fulmen(tmp_path: Path) -> None:
+    """``lightning.fabric.cli.main(args, script_args)``: ``torchrun`` starts the script under
+    ``fulmen run`` with Fabric's settings as ``LT_*`` variables, which ``Lite`` reads."""
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+        import os, sys
+        import lightning
+        from lightning.fabric import Fabric
+
+        fabric = Fabric()
+        print("RESULT", lightning.__version__, fabric.world_size, fabric.strategy.name,
+              os.environ["LT_DEVICES"], sys.argv[1:], flush=True)
+        """))
+    code = textwrap.dedent(f"""
+        from argparse import Namespace
+        from fulmen.dropin.fabric_cli import main
+
+        main(Namespace(script={str(script)!r}, accelerator="cpu", strategy="ddp", devices="2",
+                       num_nodes=1, node_rank=0, main_address="127.0.0.1",
+                       main_port={_free_port()}, precision=None), ["--lr", "0.1"])
+        """)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LOCAL_RANK", "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=220, cwd=tmp_path, env={**env, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = sorted(line for line in done.stdout.splitlines() if line.startswith("RESULT"))
+    assert results == ["RESULT 2.6.6 2 ddp 2 ['--lr', '0.1']"] * 2
+
+
+def test_ds_checkpoint_dir(tmp_path: Path) -> None:
+    pytest.importorskip("fulmen_deepspeed")
+    from fulmen.dropin.deepspeed_utils import ds_checkpoint_dir
+
+    (tmp_path / "global_step3").mkdir()
+    (tmp_path / "latest").write_text("global_step3\n")
+    assert ds_checkpoint_dir(tmp_path) == str(tmp_path / "global_step3")
+    assert ds_checkpoint_dir(tmp_path, "global_step3") == str(tmp_path / "global_step3")
+    with pytest.raises(FileNotFoundError, match="doesn't exist"):
+        ds_checkpoint_dir(tmp_path, "nope")
+    with pytest.raises(ValueError, match="Unable to find 'latest' file"):
+        ds_checkpoint_dir(tmp_path / "global_step3")

@@ -66,8 +66,8 @@ class AliasModule(types.ModuleType):
 
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__"):
-            if attr == "__all__":
-                value: Any = self.__public_names__()
+            if attr == "__all__":  # what ``from module import *`` can import here
+                value: Any = [n for n in self.__public_names__() if self.__serves__(n)]
                 self.__dict__[attr] = value
                 return value
             raise AttributeError(f"module {self.__name__!r} has no attribute {attr!r}")
@@ -105,6 +105,14 @@ class AliasModule(types.ModuleType):
         except (ImportError, AttributeError) as exc:
             raise _Unserved(_message(repr(fullname), [], f"fulmen's {target} "
                                      f"({type(exc).__name__}: {exc})")) from exc
+
+    def __serves__(self, attr: str) -> bool:
+        """Whether ``attr`` resolves here (its fulmen counterpart can be imported)."""
+        try:
+            self.__dict__[attr] = self.__resolve__(attr)
+        except _Unserved:
+            return False
+        return True
 
     def __public_names__(self) -> list[str]:
         module_map = self.__fulmen_map__
