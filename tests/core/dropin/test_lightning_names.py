@@ -104,6 +104,9 @@ def test_lightning_distributions_report_the_version_fulmen_follows() -> None:
         assert package_available("lightning") and package_available("pytorch_lightning")
         assert {{d.metadata["Name"] for d in metadata.distributions()}} >= {{
             "lightning", "pytorch-lightning", "lightning-fabric"}}
+        import sys
+        assert not any("served by fulmen" in (d.metadata["Summary"] or "")
+                       for d in metadata.distributions(path=sys.path))
         print("OK")
         """)
     assert done.returncode == 0, done.stderr

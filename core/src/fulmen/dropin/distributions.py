@@ -55,8 +55,11 @@ class ServedDistribution(Distribution):
 
 def find_distributions(context: Any = None) -> Iterator[Distribution]:
     """What ``DistributionFinder.find_distributions`` returns for ``context``: the served
-    distribution it names, or all three when it names none."""
-    name = getattr(context, "name", None) if context is not None else None
+    distribution it names, or all three when it names none; none for a search of given paths
+    (``distributions(path=[...])`` looks at what is installed there)."""
+    if context is not None and "path" in vars(context):
+        return
+    name = context.name if context is not None else None
     if name is None:
         yield from (ServedDistribution(key) for key in DISTRIBUTIONS)
         return
