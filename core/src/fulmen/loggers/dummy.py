@@ -1,0 +1,75 @@
+"""Lightning's ``DummyLogger`` (a logger that accepts everything and records nothing; the
+tuner uses it so user code that logs keeps running), ``DummyExperiment`` and ``merge_dicts``."""
+
+from __future__ import annotations
+
+import functools
+import operator
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from fulmen.api.logger import Logger, NoOpExperiment
+
+__all__ = ["DummyExperiment", "DummyLogger", "merge_dicts"]
+
+#: Lightning's name for the experiment object whose every attribute and call does nothing
+DummyExperiment = NoOpExperiment
+
+
+class DummyLogger(Logger):
+    """Logs nothing; any method called on it does nothing (``logger.log_image(...)``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._experiment = DummyExperiment()
+
+    @property
+    def experiment(self) -> NoOpExperiment:
+        return self._experiment
+
+    def log_metrics(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def log_hyperparams(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    @property
+    def name(self) -> str:
+        return ""
+
+    @property
+    def version(self) -> str:
+        return ""
+
+    def __getitem__(self, idx: int) -> DummyLogger:
+        return self  # self.logger[0].experiment.add_image(...)
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        def method(*args: Any, **kwargs: Any) -> None:
+            return None
+
+        return method
+
+
+def merge_dicts(dicts: Sequence[Mapping[str, Any]], agg_key_funcs: Mapping[str, Any] | None = None,
+                default_func: Callable[[Sequence[float]], float] = statistics.mean
+                ) -> dict[str, Any]:
+    """One dict from several: each key's values (None skipped) aggregated by its function in
+    ``agg_key_funcs`` (nested dicts recursively) or ``default_func``.
+
+    >>> merge_dicts([{'a': 1, 'b': {'c': 2}}, {'a': 3, 'b': {'c': 4}}], {'b': {'c': sum}})
+    {'a': 2, 'b': {'c': 6}}
+    """
+    agg_key_funcs = agg_key_funcs or {}
+    keys = list(functools.reduce(operator.or_, [set(d.keys()) for d in dicts]))
+    out: dict[str, Any] = defaultdict(dict)
+    for key in keys:
+        fn = agg_key_funcs.get(key)
+        values = [v for v in (d.get(key) for d in dicts) if v is not None]
+        if isinstance(values[0], dict):
+            out[key] = merge_dicts(values, fn, default_func)
+        else:
+            out[key] = (fn or default_func)(values)
+    return dict(out)
