@@ -37,11 +37,6 @@ class CheckpointSaveError(FulmenError):
     save or teardown, with the original error as its cause."""
 
 
-class MissingDependencyError(FulmenError, ModuleNotFoundError):
-    """An optional package that a feature needs is not installed (``Module.to_onnx`` without
-    ``onnx``); the message names the package and how to install it."""
-
-
 class PluginWarning(UserWarning):
     """A plugin was isolated (failed to import or to answer a hook) or a plugin setting is odd."""
 

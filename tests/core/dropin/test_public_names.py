@@ -32,34 +32,9 @@ from pathlib import Path
 
 import pytest
 
-#: Names another change serves (``fulmen.trainer.states``); until it is merged here they do
-#: not resolve. Each entry is ``module:name``; remove an entry once it resolves.
-REMAINING: set[str] = {
-    f"{module}:{name}" for module, names in {
-        "lightning.pytorch.trainer.states": "RunningStage TrainerFn TrainerState TrainerStatus",
-        "lightning.pytorch.callbacks.throughput_monitor": "RunningStage TrainerFn",
-        "lightning.pytorch.callbacks.timer": "RunningStage",
-        "lightning.pytorch.loops.evaluation_loop": "RunningStage TrainerFn",
-        "lightning.pytorch.loops.fit_loop": "RunningStage TrainerFn",
-        "lightning.pytorch.loops.prediction_loop": "RunningStage TrainerFn",
-        "lightning.pytorch.loops.training_epoch_loop": "RunningStage TrainerFn",
-        "lightning.pytorch.loops.utilities": "RunningStage",
-        "lightning.pytorch.strategies.ddp": "TrainerFn",
-        "lightning.pytorch.strategies.deepspeed": "TrainerFn",
-        "lightning.pytorch.strategies.fsdp": "TrainerFn",
-        "lightning.pytorch.strategies.launchers.multiprocessing": "TrainerFn TrainerState",
-        "lightning.pytorch.strategies.launchers.xla": "TrainerFn",
-        "lightning.pytorch.strategies.model_parallel": "TrainerFn",
-        "lightning.pytorch.strategies.single_xla": "TrainerFn",
-        "lightning.pytorch.strategies.strategy": "TrainerFn",
-        "lightning.pytorch.strategies.xla": "TrainerFn",
-        "lightning.pytorch.trainer.call": "TrainerStatus",
-        "lightning.pytorch.trainer.configuration_validator": "TrainerFn",
-        "lightning.pytorch.trainer.connectors.checkpoint_connector": "TrainerFn",
-        "lightning.pytorch.trainer.connectors.data_connector": "RunningStage TrainerFn",
-        "lightning.pytorch.trainer.trainer": "RunningStage TrainerFn TrainerState TrainerStatus",
-        "lightning.pytorch.utilities.data": "RunningStage",
-    }.items() for name in names.split()}
+#: Names known not to resolve yet, as ``module:name`` (empty: every public name resolves).
+#: Remove an entry once it resolves; the test fails while a listed name resolves.
+REMAINING: set[str] = set()
 
 WALK = r"""
 import importlib, json, pkgutil, sys, types, warnings
