@@ -1,6 +1,7 @@
 """``fulmen plugins [--json] [--detect] [--check [NAME...]]``: every plugin with its distribution
-and status, every registered name per kind, what each detector answers here (``--detect``), and
-the conformance kit (``--check``, :mod:`fulmen.testing`)."""
+and status (``BROKEN`` when a record's target module does not exist, found without importing
+any plugin's code), every registered name per kind, what each detector answers here
+(``--detect``), and the conformance kit (``--check``, :mod:`fulmen.testing`)."""
 
 from __future__ import annotations
 
@@ -44,17 +45,25 @@ def _plugins(as_json: bool, detect: bool) -> int:
     manager = get_plugin_manager()
     errors: list[str] = []
     names: dict[str, list[dict[str, Any]]] = {k: [] for k in KINDS}
+    broken: dict[str, list[str]] = {}  # plugin -> why each of its broken records is
     try:
         catalog = manager.catalog()
         for kind in KINDS:
-            names[kind] = [{**e.record.facts(), "plugin": e.plugin.name,
-                            "missing": list(e.record.missing())}
-                           for e in catalog.entries(kind)]
+            for e in catalog.entries(kind):
+                problem = e.missing_target()  # found without importing any plugin's code
+                names[kind].append({**e.record.facts(), "plugin": e.plugin.name,
+                                    "missing": list(e.record.missing()),
+                                    "broken": problem.sentence() if problem else None})
+                if problem is not None:
+                    broken.setdefault(e.plugin.name, []).append(
+                        f"{kind} {e.name!r}: its target {e.record.target_path!r} cannot be "
+                        f"imported: {problem.sentence()}")
     except FulmenError as exc:
         errors.append(str(exc))
     plugins = [{"name": i.name, "value": i.value, "distribution": i.distribution,
                 "version": i.version, "status": i.status, "reason": i.reason,
-                "provides": i.provides} for i in manager.plugins.values()]
+                "provides": i.provides, "broken": broken.get(i.name, [])}
+               for i in manager.plugins.values()]
     report: dict[str, Any] = {"plugins": plugins, "names": names, "errors": errors}
     if detect and not errors:
         report["detect"] = detections(manager)
@@ -99,6 +108,8 @@ def _print(report: dict[str, Any]) -> None:
     for r in rows:
         origin = f"{r['distribution']} {r['version']}" if r["distribution"] else "runtime"
         status = r["status"] + (f": {r['reason']}" if r["reason"] else "")
+        if r["broken"]:
+            status = "BROKEN: " + "; ".join(r["broken"])
         if needs.get(r["name"]):
             status += f", but needs {', '.join(sorted(needs[r['name']]))} (not installed)"
         print(f"  {r['name']:<{width}}  {origin:<28} {status}")
@@ -110,6 +121,7 @@ def _print(report: dict[str, Any]) -> None:
             aka = e["aliases"] + [f"{a} (deprecated)" for a in e["deprecated_aliases"]]
             alias = f" [also: {', '.join(aka)}]" if aka else ""
             lacks = f"  [needs {', '.join(e['missing'])} (not installed)]" if e["missing"] else ""
+            lacks += f"  [BROKEN: {e['broken']}]" if e["broken"] else ""
             print(f"  {e['name']:<{nwidth}}  {e['description']}{alias}  ({e['plugin']}){lacks}")
     detect = report.get("detect")
     if detect:
