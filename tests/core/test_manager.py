@@ -543,3 +543,34 @@ def test_a_module_of_the_plugin_itself_that_is_missing_is_the_plugin_s_fault(fak
             "acme-half does not have") in text
     assert f"{fake_dists.root / package / 'strategy.py'}:1" in text
     assert "The plugin is broken: upgrade or reinstall acme-half" in text
+
+
+def test_a_target_in_a_library_the_distribution_requires_is_a_missing_library(fake_dists,
+                                                                              capsys):
+    """The target's module is not the plugin's own but a library its distribution requires
+    (an extra): the library is missing here, the plugin is not broken."""
+    module = fake_dists.unique("acme_extra")
+    library = fake_dists.unique("acme_gpu_kernels")
+    fake_dists.add("fulmen-acme", {"acme": module}, {module: f"""
+        from fulmen import StrategySpec, hookimpl
+
+        @hookimpl
+        def fulmen_strategies():
+            yield StrategySpec(name="acme_gpu", target="{library}.strategy:GpuStrategy")
+        """})
+    meta = fake_dists.root / "fulmen_acme-1.0.dist-info" / "METADATA"
+    meta.write_text(meta.read_text() + f'Requires-Dist: {library.replace("_", "-")}>=1; '
+                    'extra == "gpu"\n')
+    fake_dists.reload()
+    with pytest.raises(PluginError) as caught:
+        fulmen.Trainer(strategy="acme_gpu", logger=False)
+    text = str(caught.value)
+    assert f"the target's module is in {library!r}, a library fulmen-acme requires that is " \
+        "not installed here" in text
+    assert "pip install 'fulmen-acme[gpu]'" in text
+    from fulmen.cli import main
+
+    assert main(["plugins"]) == 0
+    out = capsys.readouterr().out
+    assert "BROKEN" not in out
+    assert f"needs {library} (not installed)" in out

@@ -51,8 +51,11 @@ def _plugins(as_json: bool, detect: bool) -> int:
         for kind in KINDS:
             for e in catalog.entries(kind):
                 problem = e.missing_target()  # found without importing any plugin's code
+                lacking = []
+                if problem is not None and problem.is_missing_dependency:
+                    lacking, problem = [problem.module.split(".")[0]], None
                 names[kind].append({**e.record.facts(), "plugin": e.plugin.name,
-                                    "missing": list(e.record.missing()),
+                                    "missing": [*e.record.missing(), *lacking],
                                     "broken": problem.sentence() if problem else None})
                 if problem is not None:
                     broken.setdefault(e.plugin.name, []).append(

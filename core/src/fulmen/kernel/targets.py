@@ -120,9 +120,10 @@ def from_error(exc: BaseException, target: str, plugin: PluginInfo) -> TargetPro
 
 
 def find_missing_module(target: str | type, plugin: PluginInfo) -> TargetProblem | None:
-    """A ``TARGET`` problem when the module ``target`` names does not exist, found without
-    importing it or its parent packages (``importlib.util.find_spec`` of ``a.b`` would import
-    ``a``); None when it exists (its import may still fail: only :func:`load` can tell)."""
+    """Why the module ``target`` names does not exist (``TARGET``, or ``DEPENDENCY`` when it
+    is in a library the plugin's distribution requires), found without importing it or its
+    parent packages (``importlib.util.find_spec`` of ``a.b`` would import ``a``); None when it
+    exists (its import may still fail: only :func:`load` can tell)."""
     if isinstance(target, type):
         return None
     module = target.partition(":")[0]
@@ -198,7 +199,7 @@ def _missing(exc: ModuleNotFoundError, missing: str, target: str,
             f"{_close(missing, _siblings(missing))}", _error(exc), missing, where=where)
     top = missing.split(".")[0]
     installed = _installed(top)
-    if installed is not None and installed != missing:
+    if installed is not None and missing != top:
         what = (f"the target's module {module!r} imports {missing!r}, which the installed "
                 f"{installed} does not have (the plugin needs another version of it)")
     else:
@@ -210,6 +211,14 @@ def _missing(exc: ModuleNotFoundError, missing: str, target: str,
 
 def _missing_target(missing: str, target: str, plugin: PluginInfo,
                     error: str = "") -> TargetProblem:
+    """The module the target names is missing: a typo in the plugin (``TARGET``), unless it is
+    in another distribution the plugin's own requires (``DEPENDENCY``, with how to install)."""
+    top = missing.split(".")[0]
+    install = install_command(missing, plugin) if top not in plugin.own_modules else ""
+    if install:
+        return TargetProblem(DEPENDENCY, target, f"the target's module is in {top!r}, a "
+                             f"library {plugin.distribution} requires that is not installed "
+                             "here", error, missing, install)
     dist = plugin.distribution or "the plugin"
     return TargetProblem(TARGET, target, f"the target does not exist: {dist} has no module "
                          f"{missing!r}{_close(missing, _siblings(missing))}", error,
