@@ -117,12 +117,11 @@ def test_a_misspelt_target_fails_a_missing_library_skips_a_raising_import_fails(
 def test_the_table_prints_a_long_skip_reason_whole(plugins, capsys):
     assert main(["plugins", "--check", "dep_ddp", "--timeout", "120"]) == 0
     out = capsys.readouterr().out
-    assert "skip (note 1)" in out
+    assert "see note 1)" in out
     notes = " ".join(out.split("Notes:")[1].split())
     assert ("a library that is not installed here (at "
             f"{plugins['line_of'](plugins['dep'], 'IMPORTS')}); install it with: pip install "
             "'acme-library-not-installed-anywhere>=2.1'") in notes
-    assert "..." not in out.split("Notes:")[0]
 
 
 FAILS = '''

@@ -32,8 +32,8 @@ def main(names: Sequence[str], as_json: bool = False, timeout: float = 120.0,
 
 def render(report: Report, width: int = 60) -> str:
     """The table (one row per name and clause), then every failure with its fix. A skip's (or
-    a plugin's) reason longer than ``width`` is a numbered note, printed whole under the table:
-    the cause is never cut off."""
+    a plugin's) reason longer than ``width`` shows its start in the table and is printed whole
+    under it as a numbered note: the cause is never cut off."""
     rows = [("plugin", "distribution", "name", "clause", "result")]
     notes: list[str] = []
     for r in report.results:
@@ -43,10 +43,10 @@ def render(report: Report, width: int = 60) -> str:
             text = " ".join(r.detail.split())
             if len(text) <= width:
                 note = f" ({text})"
-            else:
+            else:  # its start here, the whole under the table
                 if r.detail not in notes:
                     notes.append(r.detail)
-                note = f" (note {notes.index(r.detail) + 1})"
+                note = f" ({text[:width - 3]}... see note {notes.index(r.detail) + 1})"
         rows.append((r.plugin, r.distribution, f"{r.kind} {r.name}", r.clause,
                      MARK[r.status] + note))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
