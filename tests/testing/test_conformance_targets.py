@@ -176,3 +176,6 @@ def test_an_unknown_name_lists_every_plugin_that_is_not_loaded(fake_dists, monke
     assert "plugin 'quiet' (fulmen-quiet 1.0) is disabled by FULMEN_DISABLE_PLUGINS; to use " \
         "it, remove 'quiet' from FULMEN_DISABLE_PLUGINS" in text
     assert "fulmen plugins --check PLUGIN" in text
+    # a name that relates to the disabled plugin checks it, enabled for the check
+    assert [(t.name, t.state, t.asked) for t in select_targets(["quiet_env"])] == [
+        ("quiet", "disabled", "quiet_env")]
