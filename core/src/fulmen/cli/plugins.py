@@ -45,7 +45,6 @@ def _plugins(as_json: bool, detect: bool) -> int:
     manager = get_plugin_manager()
     errors: list[str] = []
     names: dict[str, list[dict[str, Any]]] = {k: [] for k in KINDS}
-    broken: dict[str, list[str]] = {}  # plugin -> why each of its broken records is
     try:
         catalog = manager.catalog()
         for kind in KINDS:
@@ -57,16 +56,11 @@ def _plugins(as_json: bool, detect: bool) -> int:
                 names[kind].append({**e.record.facts(), "plugin": e.plugin.name,
                                     "missing": [*e.record.missing(), *lacking],
                                     "broken": problem.sentence() if problem else None})
-                if problem is not None:
-                    broken.setdefault(e.plugin.name, []).append(
-                        f"{kind} {e.name!r}: its target {e.record.target_path!r} cannot be "
-                        f"imported: {problem.sentence()}")
     except FulmenError as exc:
         errors.append(str(exc))
     plugins = [{"name": i.name, "value": i.value, "distribution": i.distribution,
                 "version": i.version, "status": i.status, "reason": i.reason,
-                "provides": i.provides, "broken": broken.get(i.name, [])}
-               for i in manager.plugins.values()]
+                "provides": i.provides} for i in manager.plugins.values()]
     report: dict[str, Any] = {"plugins": plugins, "names": names, "errors": errors}
     if detect and not errors:
         report["detect"] = detections(manager)
@@ -105,14 +99,19 @@ def _print(report: dict[str, Any]) -> None:
     print(f"Plugins (entry-point group 'fulmen.plugins'): {len(rows)}")
     width = max([len(r["name"]) for r in rows] + [4])
     needs: dict[str, set[str]] = {}
-    for entries in report["names"].values():
+    broken: dict[str, list[str]] = {}  # plugin -> why each of its broken records is
+    for kind, entries in report["names"].items():
         for e in entries:
             needs.setdefault(e["plugin"], set()).update(e["missing"])
+            if e["broken"]:
+                broken.setdefault(e["plugin"], []).append(
+                    f"{kind} {e['name']!r}: its target {e['target']!r} cannot be imported: "
+                    f"{e['broken']}")
     for r in rows:
         origin = f"{r['distribution']} {r['version']}" if r["distribution"] else "runtime"
         status = r["status"] + (f": {r['reason']}" if r["reason"] else "")
-        if r["broken"]:
-            status = "BROKEN: " + "; ".join(r["broken"])
+        if broken.get(r["name"]):
+            status = "BROKEN: " + "; ".join(broken[r["name"]])
         if needs.get(r["name"]):
             status += f", but needs {', '.join(sorted(needs[r['name']]))} (not installed)"
         print(f"  {r['name']:<{width}}  {origin:<28} {status}")
