@@ -78,8 +78,6 @@ def safe_load(path: PathLike, map_location: Any | None = None,
     stored CRC-32C is compared before its content is returned."""
     import pickle
 
-    import torch
-
     from fulmen.checkpoint import filesum, remote, safety
 
     if remote.is_url(path):
@@ -87,8 +85,8 @@ def safe_load(path: PathLike, map_location: Any | None = None,
     path = Path(remote.local(path))
     safety.check_readable(path)
     try:
-        return filesum.loading(path, lambda: torch.load(
-            path, map_location=map_location or "cpu", weights_only=weights_only))
+        return filesum.load(path, map_location=map_location or "cpu",
+                            weights_only=weights_only)
     except safety.CorruptCheckpointError:
         raise
     except pickle.UnpicklingError as exc:
