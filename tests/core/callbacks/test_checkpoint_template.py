@@ -70,9 +70,9 @@ def test_hydra_template_config_gives_lightnings_file_names(tmp_path):
 def test_contradictory_options_echo_the_configuration_and_the_fix():
     from datetime import timedelta
 
-    with pytest.raises(ConfigurationError, match=r"ModelCheckpoint\(monitor='val/acc', "
-                       r"save_top_k=0, mode='min'\): save_top_k=0 keeps no monitored "
-                       r"checkpoint.*drop monitor"):
+    # Lightning accepts it (and keeps no monitored checkpoint): a warning with the fix
+    with pytest.warns(RuntimeWarning, match=r"ModelCheckpoint\(monitor='val/acc', save_top_k=0\)"
+                      r": save_top_k=0 keeps no monitored checkpoint.*Drop monitor"):
         ModelCheckpoint(monitor="val/acc", save_top_k=0)
     with pytest.raises(ConfigurationError, match=r"every_n_train_steps=10.*train_time_interval="
                                                  r"0:01:00.*mutually exclusive: keep one trigger"):

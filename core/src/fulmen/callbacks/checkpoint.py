@@ -12,7 +12,6 @@ import re
 import time
 import warnings
 from datetime import timedelta
-from pathlib import Path
 from typing import Any, Literal
 
 import torch
@@ -297,7 +296,8 @@ class ModelCheckpoint(Callback):
         return trainer.strategy.reduce_boolean_decision(local, all=False)
 
     def find_last(self) -> str | None:
-        """The last checkpoint: the one this callback wrote, else ``last.ckpt`` in dirpath."""
+        """The last checkpoint: the one this callback wrote, else ``last.ckpt`` in dirpath (by
+        this callback's ``CHECKPOINT_NAME_LAST`` and ``FILE_EXTENSION``)."""
         if self.last_model_path and storage.exists(self.last_model_path):
             return self.last_model_path
         if self.dirpath:
@@ -307,11 +307,13 @@ class ModelCheckpoint(Callback):
         return None
 
     def _find_last_checkpoints(self, trainer: Any) -> set[str]:
-        """The "last" checkpoints (``last.ckpt``, ``last-v1.ckpt``...) in the directory."""
+        """The "last" checkpoints (``last.ckpt``, ``last-v1.ckpt``...) in the directory, by
+        this callback's ``CHECKPOINT_NAME_LAST`` and ``FILE_EXTENSION``."""
         folder = self._resolve_dirpath(trainer)
-        pattern = re.compile(rf"^{re.escape(self.CHECKPOINT_NAME_LAST)}(-(\d+))?")
+        pattern = re.compile(rf"^{re.escape(self.CHECKPOINT_NAME_LAST)}")
+        ext = self.FILE_EXTENSION
         return {storage.join(folder, name) for name in storage.listdir(folder)
-                if Path(name).suffix == self.FILE_EXTENSION and pattern.match(Path(name).stem)}
+                if name.endswith(ext) and pattern.match(name[:len(name) - len(ext)])}
 
     # ------------------------------------------------------------------ decisions
 
@@ -508,9 +510,10 @@ def _validate(**given: Any) -> None:
     elif monitor is None and top_k not in (-1, 0, 1):
         problems.append(f"ModelCheckpoint(save_top_k={top_k}, monitor=None) is not a valid "
                         "configuration. No quantity for top_k to track: set monitor='...' too")
-    elif monitor is not None and top_k == 0:
-        problems.append(f"save_top_k=0 keeps no monitored checkpoint, so monitor={monitor!r} "
-                        "would be ignored: drop monitor, or set save_top_k to -1 or k >= 1")
+    elif monitor is not None and top_k == 0:  # Lightning accepts it (and saves no top k)
+        rank_zero_warn(f"ModelCheckpoint(monitor={monitor!r}, save_top_k=0): save_top_k=0 keeps "
+                       f"no monitored checkpoint, so monitor={monitor!r} is ignored. Drop "
+                       "monitor, or set save_top_k to -1 or k >= 1", category=RuntimeWarning)
     for flag in ("every_n_train_steps", "every_n_epochs"):
         value = given[flag]
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)

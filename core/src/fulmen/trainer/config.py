@@ -7,6 +7,7 @@ what would."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -140,12 +141,15 @@ class TrainerConfig:
         overfit = check_limit("overfit_batches", overfit_batches) or 0.0
         if overfit:  # Lightning: that many train and val batches, no shuffling
             limits["train"] = limits["val"] = overfit
-        if fast_dev_run:
-            limits = dict.fromkeys(limits, fast_dev_run)
+        if fast_dev_run:  # Lightning's _init_debugging_flags
+            limits = {kind: limit if overfit and kind in ("train", "val") else fast_dev_run
+                      for kind, limit in limits.items()}
             max_epochs, max_steps, num_sanity_val_steps, val_check_interval = \
                 1, fast_dev_run, 0, None
-            val_check_time = None
-            logger, enable_checkpointing = False, False
+            val_check_time, check_val_every_n_epoch = None, 1
+            # Lightning keeps the checkpoint callbacks (they save nothing under fast_dev_run)
+            # and puts a DummyLogger in place of the loggers (none when none was configured)
+            logger = _dummy_logger(logger)
         if max_epochs is None and max_steps == -1:
             max_epochs = 1000
         return cls(
@@ -223,6 +227,16 @@ BAREBONES_INFO = (
         "Development run: `Trainer(fast_dev_run=True)`",
         "Anomaly detection: `Trainer(detect_anomaly=True)`",
         "Profiling: `Trainer(profiler=...)`")))
+
+
+def _dummy_logger(logger: Any) -> Any:
+    """What ``fast_dev_run`` logs to: a ``DummyLogger`` when loggers were configured (so code
+    that uses ``trainer.logger`` runs), else none (Lightning's rule)."""
+    if logger is False or logger is None or (isinstance(logger, list | tuple) and not logger):
+        return False
+    from fulmen.loggers.dummy import DummyLogger
+
+    return DummyLogger()
 
 
 def _default(value: Any, default: Any) -> Any:
@@ -327,9 +341,12 @@ def parse_max_time(value: Any, flag: str = "max_time") -> float | None:
 
 
 def as_list(value: Any, kind: type, flag: str) -> list[Any]:
+    """``value`` as a list of ``kind``: None, one object, or any iterable of them (a list, a
+    tuple, a generator, Hydra's ``ListConfig``), each item checked."""
     if value is None:
         return []
-    items = list(value) if isinstance(value, list | tuple) else [value]
+    items = [value] if isinstance(value, kind | str | bytes | Mapping) or \
+        not isinstance(value, Iterable) else list(value)
     for item in items:
         if isinstance(item, type):
             raise ConfigurationError(
