@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from fulmen.errors import ConfigurationError
+from fulmen.utilities.rank_zero import WarningCache
 
 # hook → (on_step, on_epoch) defaults; hooks not listed refuse self.log.
 STEP, EPOCH = (True, False), (False, True)
@@ -33,6 +34,7 @@ DEFAULTS: dict[str, tuple[bool, bool]] = {
 }
 REDUCTIONS = {"mean", "sum", "max", "min"}
 _FOLD_AT = 1024
+_SHARED_NAME = WarningCache()
 
 
 def _metric_type() -> type | None:
@@ -132,7 +134,7 @@ class LoggedValue:
         """The epoch's reduction; the accumulation is consumed (a second call gives None
         unless new values were logged since)."""
         if self.metric is not None:
-            if not getattr(self.metric, "_update_count", 1):
+            if not self.metric.update_count:
                 return None
             value = self.metric.compute()
             self.metric.reset()
@@ -245,8 +247,12 @@ class Results:
         full = name + suffix
         for other in self.entries.values():
             if other.name == full and other.hook != self.hook:
-                raise ConfigurationError(f"self.log({name!r}) is called from both "
-                                         f"{other.hook} and {self.hook}; use different names")
+                _SHARED_NAME.warn(
+                    f"self.log({name!r}) is called from both {other.hook} and {self.hook}: "
+                    f"where both give a value, the one logged from {self.hook} is the one "
+                    "callbacks, the progress bar and the loggers see (Lightning's rule). Use "
+                    "different names to keep both", category=RuntimeWarning)
+                break
         metric_type = _metric_type()
         is_metric = metric_type is not None and isinstance(value, metric_type)
         entry = LoggedValue(name, self.hook, prog_bar, logger, on_step, on_epoch, fx, sync_dist,
@@ -286,10 +292,14 @@ class Results:
     # ------------------------------------------------------------------ reading
 
     def epoch_values(self) -> dict[str, tuple[LoggedValue, torch.Tensor]]:
-        """Reduce every epoch-level value (with ``sync_dist`` across processes)."""
+        """Reduce every epoch-level value (with ``sync_dist`` across processes). A torchmetrics
+        ``Metric`` is reset here whether it was logged per epoch or per step only (Lightning
+        resets them all at the end of each epoch), so it never accumulates across epochs."""
         out = {}
         for entry in self.entries.values():
             if not entry.on_epoch:
+                if entry.metric is not None and entry.metric.update_count:
+                    entry.metric.reset()  # (once: the epoch's end may read twice)
                 continue
             synced = entry.sync_dist and not entry.rank_zero_only and entry.metric is None
             if synced and entry.reduce_fx == "mean":
