@@ -81,8 +81,9 @@ class FitData:
         n_batches = data.num_batches(train, trainer.limit_train_batches, "train")
         trainer.num_training_batches = n_batches
         if n_batches == 0 and trainer.limit_train_batches != 0:
-            raise ConfigurationError("the training dataloader is empty (0 batches): check the "
-                                     "dataset length, batch_size and drop_last")
+            warnings.warn(data.EMPTY_LOADERS + " (the training dataloader has 0 batches: "
+                          "nothing is trained; check the dataset length, batch_size and "
+                          "drop_last)", stacklevel=5)  # Lightning's, then no training batch
         self.train, self.n_batches = train, n_batches
         trainer.run_state.dataloaders["train"] = [train]
         if trainer.loggers and n_batches < trainer.log_every_n_steps and \
