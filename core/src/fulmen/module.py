@@ -620,7 +620,7 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
 
     @classmethod
     def load_from_checkpoint(cls, checkpoint_path: str | Path, map_location: Any = None,
-                             strict: bool | None = None, weights_only: bool = True,
+                             strict: bool | None = None, weights_only: bool | None = None,
                              **kwargs: Any) -> Module:
         """Build the module from the hyper-parameters saved in a checkpoint (``kwargs``
         override them) and load its weights (``strict``: every key must match; default: the
