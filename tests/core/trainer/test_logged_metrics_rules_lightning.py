@@ -150,7 +150,7 @@ def test_a_migrated_one_x_module_logging_one_name_twice_fits(tmp_path):
     result = migrate_source(OLD_MODULE)
     assert "def on_validation_epoch_end(self):" in result.new
     namespace: dict[str, Any] = {"__name__": "migrated"}
-    exec(compile(result.new, str(tmp_path / "migrated.py"), "exec"), namespace)  # noqa: S102
+    exec(compile(result.new, str(tmp_path / "migrated.py"), "exec"), namespace)
     checkpoint = fulmen.callbacks.ModelCheckpoint(dirpath=tmp_path, monitor="val_loss")
     trainer = fulmen.Trainer(**_flags(tmp_path, callbacks=[checkpoint],
                                       enable_checkpointing=True))
