@@ -320,3 +320,34 @@ def test_logged_metrics_are_kept_at_every_step_without_a_logger(tmp_path):
                                       log_every_n_steps=50))
     trainer.fit(Model())
     assert seen == [0.0, 1.0, 2.0]
+
+
+def test_log_from_the_hooks_inside_a_training_step(tmp_path):
+    """Lightning's ``_FxValidator`` lets ``optimizer_step``, ``optimizer_zero_grad``,
+    ``backward`` and ``configure_gradient_clipping`` log (per step by default), from the first
+    batch on (a part of ``test_fx_validator_integration``; Lightning 2.6.6 gives these keys)."""
+    logged_at: list[int] = []
+
+    class Model(BoringModel):
+        def configure_gradient_clipping(self, optimizer: Any, gradient_clip_val: Any = None,
+                                        gradient_clip_algorithm: Any = None) -> None:
+            self.log("clip", 1.0)
+
+        def optimizer_step(self, *args: Any, **kwargs: Any) -> None:
+            self.log("ostep", float(self.trainer.global_step))
+            logged_at.append(self.trainer.global_step)
+            super().optimizer_step(*args, **kwargs)
+
+        def optimizer_zero_grad(self, *args: Any, **kwargs: Any) -> None:
+            self.log("zero_grad", 3.0)
+            super().optimizer_zero_grad(*args, **kwargs)
+
+        def backward(self, loss: Any, *args: Any, **kwargs: Any) -> None:
+            self.log("bw", 4.0)
+            super().backward(loss, *args, **kwargs)
+
+    trainer = fulmen.Trainer(**_flags(tmp_path, max_epochs=1, limit_val_batches=0))
+    trainer.fit(Model())
+    assert logged_at == [0, 1, 2]
+    assert sorted(trainer.callback_metrics) == ["bw", "clip", "ostep", "zero_grad"]
+    assert float(trainer.callback_metrics["ostep"]) == 2.0

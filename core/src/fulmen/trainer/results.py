@@ -24,7 +24,9 @@ STEP, EPOCH = (True, False), (False, True)
 DEFAULTS: dict[str, tuple[bool, bool]] = {
     **dict.fromkeys(("training_step", "on_train_batch_start", "on_train_batch_end",
                      "on_before_backward", "on_after_backward", "on_before_optimizer_step",
-                     "on_before_zero_grad"), STEP),
+                     "on_before_zero_grad", "backward", "optimizer_step",
+                     "configure_gradient_clipping", "clip_gradients", "optimizer_zero_grad"),
+                    STEP),
     **dict.fromkeys(("on_train_start", "on_train_epoch_start", "on_train_epoch_end",
                      "validation_step", "on_validation_batch_start", "on_validation_batch_end",
                      "on_validation_start", "on_validation_epoch_start",

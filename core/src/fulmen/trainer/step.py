@@ -128,6 +128,7 @@ class AutomaticStep:
         if self.own_step:
             module = trainer.module
             assert module is not None
+            self.results.hook = "optimizer_step"  # self.log there is per step (Lightning)
             module.optimizer_step(self.epoch, batch_idx, self.user_optimizer, self.closure)
         else:
             self.strategy.optimizer_step(self.optimizer, self.closure, self.after)
