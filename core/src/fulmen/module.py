@@ -23,11 +23,13 @@ from fulmen.hparams import (
     init_arguments,
     select,
 )
-from fulmen.utilities.rank_zero import rank_zero_warn
+from fulmen.utilities.rank_zero import WarningCache, rank_zero_warn
 
 if TYPE_CHECKING:
     from fulmen.api.lite_view import LiteView
     from fulmen.api.trainer_view import TrainerView
+
+_LOG_OPTIONS = WarningCache()
 
 
 class Hooks:
@@ -414,13 +416,12 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
         if results is None:
             raise FulmenError(f"self.log({name!r}, ...) was called outside a Trainer hook; "
                               "log from training_step, validation_step, test_step or hooks")
-        if enable_graph:
-            raise ConfigurationError(f"self.log({name!r}, enable_graph=True): fulmen stores "
-                                     "logged values detached; keep the tensor yourself if you "
-                                     "need its graph")
-        if sync_dist_group is not None:
-            raise ConfigurationError(f"self.log({name!r}, sync_dist_group=...): fulmen reduces "
-                                     "over every process; leave sync_dist_group=None")
+        if enable_graph or sync_dist_group is not None:  # Lightning honours them: a warning
+            _LOG_OPTIONS.warn(f"self.log({name!r}, enable_graph={enable_graph!r}, "
+                              f"sync_dist_group={sync_dist_group!r}): fulmen stores logged values "
+                              "detached and reduces sync_dist over every process; keep the "
+                              "tensor yourself if you need its graph, and leave sync_dist_group="
+                              "None", category=UserWarning)
         if not results.log_step_value(name, value):  # not the usual per-step scalar
             results.log(name, value, prog_bar, logger is not False, on_step, on_epoch, reduce_fx,
                         sync_dist, rank_zero_only, batch_size, add_dataloader_idx)

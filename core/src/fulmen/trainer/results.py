@@ -233,9 +233,12 @@ class Results:
             raise ConfigurationError(
                 f"self.log({name!r}, ...) is not supported in {self.hook or 'this place'}; "
                 f"log from one of: {', '.join(sorted(DEFAULTS))}")
-        if not isinstance(name, str) or not name:
+        if not isinstance(name, str):
             raise ConfigurationError(f"self.log(name={name!r}): the name must be a non-empty "
                                      "string")
+        if not name:  # Lightning logs it under ""
+            _SHARED_NAME.warn("self.log('', ...): the name is empty; it is logged under '' as "
+                              "in Lightning. Give it a name", category=UserWarning)
         fx = reduce_fx.__name__ if callable(reduce_fx) else reduce_fx
         fx = {"amax": "max", "amin": "min"}.get(fx, fx)
         if fx not in REDUCTIONS:
