@@ -76,7 +76,6 @@ TRAINER_CASES = [
     ({"reload_dataloaders_every_n_epochs": -1}, "reload_dataloaders_every_n_epochs=-1): "
                                                 "`reload_dataloaders_every_n_epochs` should be an "
                                                 "int >= 0, got -1"),
-    ({"model_registry": "x"}, "model_registry='x') is not implemented in fulmen"),
     ({"gpus": 1}, "Trainer(gpus=1) was read as accelerator='gpu', devices=1: "),
     ({"tpu_cores": 8}, "Trainer(tpu_cores=8) was read as accelerator='tpu', devices=8: "),
 ]

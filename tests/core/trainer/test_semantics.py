@@ -259,10 +259,13 @@ def test_min_steps_outlasts_early_stopping_and_overfit_batches_repeats_the_same_
 
 @pytest.mark.parametrize("flag, value, instead", [
     ("model_registry", "me/model", "save_checkpoint")])
-def test_unimplemented_lightning_flags_are_refused_with_the_alternative(
+def test_unimplemented_lightning_flags_warn_with_the_alternative(
         flag: str, value: Any, instead: str) -> None:
-    with pytest.raises(ConfigurationError, match=rf"Trainer\({flag}=.*not implemented.*{instead}"):
-        fulmen.Trainer(**{flag: value})
+    """Lightning 2.6 runs them (without its optional package too): a warning, then ignored."""
+    with pytest.warns(UserWarning,
+                      match=rf"Trainer\({flag}=.*not implemented in fulmen and is ignored.*"
+                            rf"{instead}"):
+        fulmen.Trainer(**{flag: value}, logger=False)
 
 
 def test_inference_mode_in_test_and_no_grad_when_turned_off() -> None:

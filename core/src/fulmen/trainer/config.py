@@ -135,7 +135,7 @@ class TrainerConfig:
                           category=UserWarning)
         max_steps = check_int("max_steps", max_steps, minimum=-1)
         min_steps = check_int("min_steps", min_steps, minimum=0, optional=True, floor=0)
-        refuse_unsupported(model_registry=model_registry)
+        warn_unsupported(model_registry=model_registry)
         check_reload(reload_dataloaders_every_n_epochs)
         accumulate_grad_batches = check_int("accumulate_grad_batches", accumulate_grad_batches,
                                             minimum=1)
@@ -299,13 +299,14 @@ def root_dir(given: str | os.PathLike[str] | None) -> str:
         os.path.normpath(os.path.expanduser(given))
 
 
-def refuse_unsupported(**given: Any) -> None:
-    """Lightning arguments fulmen does not implement: refused unless left at the default."""
+def warn_unsupported(**given: Any) -> None:
+    """Lightning arguments fulmen does not implement: ignored with a warning unless left at the
+    default (Lightning runs without them too when their package is missing)."""
     defaults = {"model_registry": None}
     for flag, value in given.items():
         if value != defaults[flag]:
-            raise ConfigurationError(f"Trainer({flag}={value!r}) is not implemented in fulmen; "
-                                     f"use {_INSTEAD[flag]}")
+            _LENIENT.warn(f"Trainer({flag}={value!r}) is not implemented in fulmen and is "
+                          f"ignored; use {_INSTEAD[flag]}", category=UserWarning)
 
 
 _LENIENT = WarningCache()
