@@ -59,7 +59,7 @@ class NoOptimizer(torch.optim.Optimizer):
     def state_dict(self) -> dict[str, Any]:
         return {"state": {}, "param_groups": []}
 
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:  # type: ignore[override]
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
         return closure() if closure is not None else None
 
     def zero_grad(self, set_to_none: bool = True) -> None:
