@@ -286,3 +286,55 @@ def test_filename_naming_a_metric_not_logged_yet_is_written_as_zero(tmp_path):
     assert name.startswith("epoch=0-nothere=0.00-val_loss=")
     assert callback.format_checkpoint_name({"epoch": 3}).endswith(
         "epoch=3-nothere=0.00-val_loss=0.0.ckpt")
+
+
+class SeesBatches(fulmen.Module):
+    """Records the first value of every loader's batch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(1, 1)
+        self.seen: list[Any] = []
+
+    def training_step(self, batch: Any, batch_idx: int) -> Any:
+        parts = batch.items() if isinstance(batch, dict) else enumerate(batch)
+        self.seen.append({k: v[0].flatten().tolist() for k, v in parts})
+        return self.layer(torch.cat([v[0] for _, v in (
+            batch.items() if isinstance(batch, dict) else enumerate(batch))])).sum()
+
+    def configure_optimizers(self) -> Any:
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+def _numbers(n: int, start: int) -> Any:
+    from torch.utils.data import DataLoader, TensorDataset
+
+    values = torch.arange(start, start + n, dtype=torch.float32).unsqueeze(1)
+    return DataLoader(TensorDataset(values), batch_size=2)
+
+
+@pytest.mark.parametrize("named", [False, True])
+def test_several_training_dataloaders_are_combined_as_lightning_does(tmp_path, named):
+    """Lightning's CombinedLoader, mode "max_size_cycle": a batch of every loader per step, the
+    epoch as long as the longest loader, a shorter one starting over (Lightning 2.6.6 gives
+    these very batches)."""
+    short, long = _numbers(2, 0), _numbers(6, 100)
+    loaders: Any = {"a": short, "b": long} if named else [long, short]
+    model = SeesBatches()
+    trainer = fulmen.Trainer(default_root_dir=tmp_path, max_epochs=2, logger=False,
+                             enable_progress_bar=False, enable_model_summary=False,
+                             enable_checkpointing=False)
+    trainer.fit(model, loaders)
+    assert trainer.num_training_batches == 3 and trainer.global_step == 6
+    if named:
+        assert model.seen[:4] == [{"a": [0.0, 1.0], "b": [100.0, 101.0]},
+                                  {"a": [0.0, 1.0], "b": [102.0, 103.0]},
+                                  {"a": [0.0, 1.0], "b": [104.0, 105.0]},
+                                  {"a": [0.0, 1.0], "b": [100.0, 101.0]}]
+        assert trainer.train_dataloader == {"a": short, "b": long}
+    else:
+        assert model.seen[:4] == [{0: [100.0, 101.0], 1: [0.0, 1.0]},
+                                  {0: [102.0, 103.0], 1: [0.0, 1.0]},
+                                  {0: [104.0, 105.0], 1: [0.0, 1.0]},
+                                  {0: [100.0, 101.0], 1: [0.0, 1.0]}]
+        assert trainer.train_dataloader == [long, short]
