@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from fulmen.api.lite_view import LiteView
     from fulmen.api.trainer_view import TrainerView
 
+_LOG_OPTIONS = WarningCache()
+
 
 class Hooks:
     """Every hook a Module, DataModule-driven loop or Callback-style user code can override.
@@ -461,13 +463,12 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
         if results is None:
             raise FulmenError(f"self.log({name!r}, ...) was called outside a Trainer hook; "
                               "log from training_step, validation_step, test_step or hooks")
-        if enable_graph:
-            raise ConfigurationError(f"self.log({name!r}, enable_graph=True): fulmen stores "
-                                     "logged values detached; keep the tensor yourself if you "
-                                     "need its graph")
-        if sync_dist_group is not None:
-            raise ConfigurationError(f"self.log({name!r}, sync_dist_group=...): fulmen reduces "
-                                     "over every process; leave sync_dist_group=None")
+        if enable_graph or sync_dist_group is not None:  # Lightning honours them: a warning
+            _LOG_OPTIONS.warn(f"self.log({name!r}, enable_graph={enable_graph!r}, "
+                              f"sync_dist_group={sync_dist_group!r}): fulmen stores logged values "
+                              "detached and reduces sync_dist over every process; keep the "
+                              "tensor yourself if you need its graph, and leave sync_dist_group="
+                              "None", category=UserWarning)
         if not results.log_step_value(name, value):  # not the usual per-step scalar
             results.log(name, value, prog_bar, logger is not False, on_step, on_epoch, reduce_fx,
                         sync_dist, rank_zero_only, batch_size, add_dataloader_idx)
@@ -772,7 +773,7 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
     @classmethod
     def load_from_checkpoint(cls, checkpoint_path: str | Path, map_location: Any = None,
                              hparams_file: str | Path | None = None, strict: bool | None = None,
-                             weights_only: bool = True, **kwargs: Any) -> Module:
+                             weights_only: bool | None = None, **kwargs: Any) -> Module:
         """Build the module from the hyper-parameters saved in a checkpoint and load its
         weights, as Lightning's ``load_from_checkpoint``: ``kwargs`` override the saved
         hyper-parameters; those ``__init__`` does not take are left out unless it takes

@@ -1,5 +1,6 @@
-"""Lightning's ``DummyLogger`` (a logger that accepts everything and records nothing; the
-tuner uses it so user code that logs keeps running), ``DummyExperiment`` and ``merge_dicts``."""
+"""Lightning's ``DummyLogger`` (accepts everything, records nothing: it stands in for the
+configured loggers under ``fast_dev_run`` and in the tuner), ``DummyExperiment`` and
+``merge_dicts``."""
 
 from __future__ import annotations
 
@@ -19,21 +20,14 @@ DummyExperiment = NoOpExperiment
 
 
 class DummyLogger(Logger):
-    """Logs nothing; any method called on it does nothing (``logger.log_image(...)``)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._experiment = DummyExperiment()
+    """Logs nothing; ``experiment`` is an object whose every attribute, call and item does
+    nothing, so user code such as ``self.logger.experiment.add_image(...)`` runs unchanged under
+    ``Trainer(fast_dev_run=...)`` (Lightning's ``DummyLogger``, which the Trainer puts in place of
+    the configured loggers there)."""
 
     @property
     def experiment(self) -> NoOpExperiment:
-        return self._experiment
-
-    def log_metrics(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def log_hyperparams(self, *args: Any, **kwargs: Any) -> None:
-        pass
+        return NoOpExperiment()
 
     @property
     def name(self) -> str:
@@ -43,10 +37,25 @@ class DummyLogger(Logger):
     def version(self) -> str:
         return ""
 
-    def __getitem__(self, idx: int) -> DummyLogger:
-        return self  # self.logger[0].experiment.add_image(...)
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        pass
 
-    def __getattr__(self, name: str) -> Callable[..., None]:
+    def log_hyperparams(self, params: dict[str, Any]) -> None:
+        pass
+
+    def __getitem__(self, index: int) -> DummyLogger:
+        """``trainer.logger[0]`` works as on a list of loggers (Lightning's)."""
+        return self
+
+    def __iter__(self) -> Any:
+        """Iterating gives nothing (Lightning's)."""
+        yield from ()
+
+    def __getattr__(self, name: str) -> Any:
+        """Any other method a tracker has (``log_image``, ``log_text``...) does nothing."""
+        if name.startswith("__"):
+            raise AttributeError(name)
+
         def method(*args: Any, **kwargs: Any) -> None:
             return None
 

@@ -15,11 +15,13 @@ LIGHTNING_KEYS = ("pytorch-lightning_version", "lightning_version")
 
 
 def read_checkpoint(path: str | Path, map_location: Any = None,
-                    weights_only: bool = True) -> dict[str, Any]:
-    """Load a checkpoint safely (``weights_only``), with errors that say what to do: a file,
+                    weights_only: bool | None = None) -> dict[str, Any]:
+    """Load a checkpoint safely (``weights_only``; None: torch's rule, which the user's
+    ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` turns off), with errors that say what to do: a file,
     or a canonical directory written by any strategy."""
-    from fulmen.checkpoint import canonical, manifest
+    from fulmen.checkpoint import canonical, manifest, safety
 
+    weights_only = safety.resolve_weights_only(weights_only)
     if canonical.is_directory(path):
         checkpoint: Any = canonical.read_directory(path, weights_only, reader="fulmen")
         if map_location is not None:

@@ -270,8 +270,9 @@ class TrainerProperties(SelectionReport):
 
     @property
     def logged_metrics(self) -> dict[str, Any]:
-        """What was last sent to the loggers."""
-        return dict(self.metrics.logged)
+        """The latest value of everything logged with ``logger=True`` (tensors, by Lightning's
+        ``_step``/``_epoch`` names), whether or not a logger is configured."""
+        return self.metrics.logged_metrics()
 
     @property
     def progress_bar_metrics(self) -> dict[str, float]:

@@ -162,24 +162,27 @@ def newest_agreed(trainer: StageHost) -> str | None:
 
 def newest(trainer: StageHost) -> str | None:
     """The most recently written complete checkpoint: a preemption checkpoint in
-    default_root_dir or one of ModelCheckpoint's (``last.ckpt`` or any other in its dirpath).
+    default_root_dir or one of a ModelCheckpoint's (its ``CHECKPOINT_NAME_LAST`` file or any
+    other with its ``FILE_EXTENSION`` in its dirpath; every ModelCheckpoint, as Lightning).
 
     Saves are atomic (a checkpoint gets its name only once whole), so a save a killed job left
     behind has a temporary name and is never a candidate; a candidate that is still incomplete
     (a directory missing a file its manifest lists, a truncated file, copied in part) is
     skipped with a warning and the next newest is taken."""
     candidates = [p for _, p in hpc_checkpoints(trainer.default_root_dir)]
-    cb, last = trainer.checkpoint_callback, None
-    if cb is not None:
+    lasts: set[str] = set()
+    for cb in trainer.checkpoint_callbacks:  # each with its own names and FILE_EXTENSION
         last = cb.find_last()
-        candidates += [last] if last else []
+        if last:
+            candidates.append(last)
+            lasts.add(last)
         if cb.dirpath and storage.exists(cb.dirpath):
             candidates += [storage.join(cb.dirpath, name)
                            for name in storage.listdir(cb.dirpath)
                            if name.endswith(cb.FILE_EXTENSION)]
     existing = {p: storage.mtime(p) for p in dict.fromkeys(candidates) if storage.exists(p)}
-    # on a tie (object stores count whole seconds) the "last" file wins
-    for path in sorted(existing, key=lambda p: (existing[p], p == last), reverse=True):
+    # on a tie (object stores count whole seconds) a "last" file wins
+    for path in sorted(existing, key=lambda p: (existing[p], p in lasts), reverse=True):
         problem = incomplete(path)
         if problem is None:
             return path
@@ -215,7 +218,7 @@ def incomplete(path: str) -> str | None:
     return None
 
 
-def restore(trainer: StageHost, stage: str, ckpt_path: Any, weights_only: bool
+def restore(trainer: StageHost, stage: str, ckpt_path: Any, weights_only: bool | None
             ) -> dict[str, Any] | None:
     """Load ``ckpt_path`` into the module (every stage) and, under fit, into callbacks,
     optimizers, schedulers, precision and datamodule; the checkpoint a fit resumes from."""

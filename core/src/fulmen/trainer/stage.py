@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 
 def run_stage(trainer: StageHost, stage: str, model: Module, datamodule: DataModule | None,
-              ckpt_path: Any, weights_only: bool, loaders: dict[str, Any], *extra: Any) -> Any:
+              ckpt_path: Any, weights_only: bool | None, loaders: dict[str, Any],
+              *extra: Any) -> Any:
     """One stage in this process, watched by the hang doctor from its first line: every
     wait for another rank (process group, setup, broadcasts, barriers, prepare_data, the
     first batch, the loops) is reported if it stalls, and a stalled job ends. A single
@@ -52,7 +53,7 @@ def run_stage(trainer: StageHost, stage: str, model: Module, datamodule: DataMod
         doctor.stop()
 
 def _run_stage(trainer: StageHost, doctor: HangDoctor, stage: str, model: Module,
-               datamodule: DataModule | None, ckpt_path: Any, weights_only: bool,
+               datamodule: DataModule | None, ckpt_path: Any, weights_only: bool | None,
                loaders: dict[str, Any], *extra: Any) -> Any:
     """One stage in this process: set-up, restore, loop, teardown."""
     quick_exit.install()  # in a spawned rank too, where __init__ did not run

@@ -283,7 +283,7 @@ class Trainer(TrainerProperties):
 
     def fit(self, model: Module, train_dataloaders: Any = None, val_dataloaders: Any = None,
             datamodule: DataModule | None = None, ckpt_path: str | Path | None = None,
-            weights_only: bool = True) -> None:
+            weights_only: bool | None = None) -> None:
         """Train ``model``; validate along the way when validation data exists."""
         with self._running(TrainerFn.FITTING):
             if isinstance(train_dataloaders, DataModule):
@@ -296,21 +296,21 @@ class Trainer(TrainerProperties):
 
     def validate(self, model: Module | None = None, dataloaders: Any = None,
                  ckpt_path: str | Path | None = None, datamodule: DataModule | None = None,
-                 verbose: bool = True, weights_only: bool = True) -> list[dict[str, float]]:
+                 verbose: bool = True, weights_only: bool | None = None) -> list[dict[str, float]]:
         """Run the validation loop once; returns one dict of metrics per dataloader."""
         return self._evaluate("validate", model, dataloaders, ckpt_path, datamodule, verbose,
                               weights_only)
 
     def test(self, model: Module | None = None, dataloaders: Any = None,
              ckpt_path: str | Path | None = None, datamodule: DataModule | None = None,
-             verbose: bool = True, weights_only: bool = True) -> list[dict[str, float]]:
+             verbose: bool = True, weights_only: bool | None = None) -> list[dict[str, float]]:
         """Run the test loop; returns one dict of metrics per dataloader."""
         return self._evaluate("test", model, dataloaders, ckpt_path, datamodule, verbose,
                               weights_only)
 
     def predict(self, model: Module | None = None, dataloaders: Any = None,
                 datamodule: DataModule | None = None, ckpt_path: str | Path | None = None,
-                return_predictions: bool = True, weights_only: bool = True) -> Any:
+                return_predictions: bool = True, weights_only: bool | None = None) -> Any:
         """Run ``predict_step`` over the data; a list of outputs (one list per dataloader when
         there are several)."""
         with self._running(TrainerFn.PREDICTING):
@@ -370,7 +370,7 @@ class Trainer(TrainerProperties):
 
     def _evaluate(self, stage: str, model: Module | None, dataloaders: Any, ckpt_path: Any,
                   datamodule: DataModule | None, verbose: bool,
-                  weights_only: bool) -> list[dict[str, float]]:
+                  weights_only: bool | None) -> list[dict[str, float]]:
         with self._running(TrainerFn(stage)):
             if isinstance(dataloaders, DataModule):
                 datamodule, dataloaders = dataloaders, None
@@ -397,7 +397,7 @@ class Trainer(TrainerProperties):
         self.state.status, self.state.stage = TrainerStatus.FINISHED, None
 
     def _run(self, stage: str, model: Module, datamodule: DataModule | None, ckpt_path: Any,
-             weights_only: bool, loaders: dict[str, Any], *extra: Any) -> Any:
+             weights_only: bool | None, loaders: dict[str, Any], *extra: Any) -> Any:
         """One stage in this process (:func:`fulmen.trainer.stage.run_stage`)."""
         return run_stage(self, stage, model, datamodule, ckpt_path, weights_only, loaders,
                          *extra)
