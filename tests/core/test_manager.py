@@ -1,7 +1,9 @@
 """Discovery, filtering and isolation, through real (fake) installed distributions."""
 
+import json
 import os
 import sys
+import warnings
 
 import pytest
 
@@ -414,3 +416,161 @@ def test_trace_hooks_writes_to_stderr_without_a_handler(tmp_path):
                           timeout=60, env={**os.environ, "FULMEN_TRACE_HOOKS": "1"})
     assert done.returncode == 0, done.stderr
     assert "finish fulmen_detect_accelerator --> cpu" in done.stderr
+
+
+# ------------------------------------------------- a name a failed or disabled plugin provides
+
+ACME_HOOKS = """
+from fulmen import StrategySpec, hookimpl
+
+@hookimpl
+def fulmen_strategies():
+    yield StrategySpec(name="ddp_acme", target="fulmen_strategies:DDPStrategy")
+"""
+
+CAUSES = {
+    "import raises": ("raise ImportError('acme needs libacme')  # the hook module\n",
+                      "failed: failed to import '{module}': ImportError: acme needs libacme"),
+    "hook yields junk": (ACME_HOOKS + "    yield 42\n",
+                         "failed, so its records are left out: yielded 42 from "
+                         "fulmen_strategies, which expects StrategySpec records"),
+    "disabled": (ACME_HOOKS, "is disabled by FULMEN_DISABLE_PLUGINS"),
+    "autoload off": (ACME_HOOKS, "is not loaded: not named in FULMEN_PLUGINS while "
+                                 "FULMEN_PLUGIN_AUTOLOAD=0"),
+}
+WAY_OUT = {
+    "import raises": "fix or reinstall fulmen-acme (pip install --force-reinstall fulmen-acme)"
+                     "; `fulmen plugins --check acme` shows where it fails",
+    "hook yields junk": "fix or reinstall fulmen-acme",
+    "disabled": "remove 'acme' from FULMEN_DISABLE_PLUGINS",
+    "autoload off": "add 'acme' to FULMEN_PLUGINS (or unset FULMEN_PLUGIN_AUTOLOAD=0)",
+}
+
+
+def acme(fake_dists, monkeypatch, cause):
+    module = fake_dists.unique("acme")
+    fake_dists.add("fulmen-acme", {"acme": module}, {module: CAUSES[cause][0]})
+    if cause == "disabled":
+        monkeypatch.setenv("FULMEN_DISABLE_PLUGINS", "acme")
+    if cause == "autoload off":
+        monkeypatch.setenv("FULMEN_PLUGIN_AUTOLOAD", "0")
+        monkeypatch.setenv("FULMEN_PLUGINS", "cpu,local,fp32,single_device,csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PluginWarning)  # the failure was warned about once
+        fake_dists.reload().catalog()
+    return CAUSES[cause][1].format(module=module)
+
+
+@pytest.mark.parametrize("cause", list(CAUSES))
+def test_naming_a_record_of_a_failed_or_disabled_plugin_names_it_and_the_cause(
+        fake_dists, monkeypatch, cause):
+    why = acme(fake_dists, monkeypatch, cause)
+    with pytest.raises(fulmen.FulmenError) as caught:
+        fulmen.Trainer(strategy="ddp_acme", logger=False)
+    text = str(caught.value)
+    assert text.startswith("strategy='ddp_acme'"), text
+    assert "plugin 'acme' (fulmen-acme 1.0)" in text and why in text, text
+    assert WAY_OUT[cause] in text, text
+    assert isinstance(caught.value, fulmen.ConfigurationError if cause in (
+        "disabled", "autoload off") else PluginError)
+
+
+@pytest.mark.parametrize("cause", ["import raises", "disabled"])
+def test_any_unknown_name_lists_the_plugins_that_are_not_loaded(fake_dists, monkeypatch, cause):
+    """A name that relates to no plugin still lists every plugin that failed or is disabled:
+    its names are unknown, so it might be the one."""
+    why = acme(fake_dists, monkeypatch, cause)
+    for attempt in (lambda: fulmen.Trainer(strategy="zzz_unrelated", logger=False),
+                    lambda: fulmen.Trainer(plugins=["zzz_unrelated"], logger=False)):
+        with pytest.raises(fulmen.ConfigurationError) as caught:
+            attempt()
+        text = str(caught.value)
+        assert "zzz_unrelated" in text and "one of them might provide it" in text, text
+        assert f"plugin 'acme' (fulmen-acme 1.0) {why.removeprefix('failed, so ')}" in text
+        assert WAY_OUT[cause] in text
+
+
+def test_plugins_lists_a_plugin_whose_target_module_is_missing_as_broken(fake_dists, capsys):
+    """Found without importing plugin code: the parent package of the target (whose import
+    would raise) stays unimported."""
+    package = fake_dists.unique("acme_typo")
+    fake_dists.add("acme-typo", {"acme_typo": f"{package}.hooks"}, {
+        f"{package}.hooks": f"""
+            from fulmen import StrategySpec, hookimpl
+
+            @hookimpl
+            def fulmen_strategies():
+                yield StrategySpec(name="typo_ddp",
+                                   target="{package}.impl.strategi:TypoStrategy")
+            """,
+        f"{package}.impl.strategy": "class TypoStrategy: ...\n"})
+    (fake_dists.root / package / "impl" / "__init__.py").write_text(
+        "raise RuntimeError('importing the package runs its code')\n")
+    fake_dists.reload()
+    from fulmen.cli import main
+
+    assert main(["plugins"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.strip().startswith("acme_typo "))
+    assert (f"BROKEN: strategy 'typo_ddp': its target '{package}.impl.strategi:TypoStrategy' "
+            f"cannot be imported: the target does not exist: acme-typo has no module "
+            f"'{package}.impl.strategi' (did you mean '{package}.impl.strategy'?)") in row
+    assert f"{package}.impl" not in sys.modules
+    assert main(["plugins", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    listed = next(n for n in report["names"]["strategy"] if n["name"] == "typo_ddp")
+    assert listed["plugin"] == "acme_typo" and "acme-typo has no module" in listed["broken"]
+
+
+def test_a_module_of_the_plugin_itself_that_is_missing_is_the_plugin_s_fault(fake_dists):
+    """The target's module imports a module its own distribution should have (by the files it
+    recorded): a PluginError that says so, not a missing library to install."""
+    package = fake_dists.unique("acme_half")
+    fake_dists.add("acme-half", {"acme_half": f"{package}.hooks"}, {
+        f"{package}.hooks": f"""
+            from fulmen import StrategySpec, hookimpl
+
+            @hookimpl
+            def fulmen_strategies():
+                yield StrategySpec(name="half_ddp", target="{package}.strategy:Half")
+            """,
+        f"{package}.strategy": f"from {package}.helpers import thing  # not shipped\n"})
+    fake_dists.reload()
+    with pytest.raises(PluginError) as caught:
+        fulmen.Trainer(strategy="half_ddp", logger=False)
+    text = str(caught.value)
+    assert (f"the target's module '{package}.strategy' imports '{package}.helpers', which "
+            "acme-half does not have") in text
+    assert f"{fake_dists.root / package / 'strategy.py'}:1" in text
+    assert "The plugin is broken: upgrade or reinstall acme-half" in text
+
+
+def test_a_target_in_a_library_the_distribution_requires_is_a_missing_library(fake_dists,
+                                                                              capsys):
+    """The target's module is not the plugin's own but a library its distribution requires
+    (an extra): the library is missing here, the plugin is not broken."""
+    module = fake_dists.unique("acme_extra")
+    library = fake_dists.unique("acme_gpu_kernels")
+    fake_dists.add("fulmen-acme", {"acme": module}, {module: f"""
+        from fulmen import StrategySpec, hookimpl
+
+        @hookimpl
+        def fulmen_strategies():
+            yield StrategySpec(name="acme_gpu", target="{library}.strategy:GpuStrategy")
+        """})
+    meta = fake_dists.root / "fulmen_acme-1.0.dist-info" / "METADATA"
+    meta.write_text(meta.read_text() + f'Requires-Dist: {library.replace("_", "-")}>=1; '
+                    'extra == "gpu"\n')
+    fake_dists.reload()
+    with pytest.raises(PluginError) as caught:
+        fulmen.Trainer(strategy="acme_gpu", logger=False)
+    text = str(caught.value)
+    assert f"the target's module is in {library!r}, a library fulmen-acme requires that is " \
+        "not installed here" in text
+    assert "pip install 'fulmen-acme[gpu]'" in text
+    from fulmen.cli import main
+
+    assert main(["plugins"]) == 0
+    out = capsys.readouterr().out
+    assert "BROKEN" not in out
+    assert f"needs {library} (not installed)" in out

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from fulmen.errors import ConfigurationError
+from fulmen.utilities.rank_zero import WarningCache
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -53,16 +54,27 @@ def check_selection(owner: str, **values: Any) -> None:
                                      "(`fulmen plugins` lists them) or an instance")
 
 
+_NOT_BOOL = WarningCache()
+
+
 def check_bool(owner: str, flags: Mapping[str, Any], optional: tuple[str, ...] = (),
-               also: Mapping[str, tuple[Any, ...]] | None = None) -> None:
-    """Each flag is True or False (None where ``optional``; extra values from ``also``)."""
+               also: Mapping[str, tuple[Any, ...]] | None = None) -> dict[str, Any]:
+    """Each flag as a bool (None where ``optional``; extra values from ``also``): another value
+    is taken by its truth, as Lightning does, with a warning (once) that names the bool to
+    pass. Returns the flags so taken."""
+    taken = {}
     for flag, value in flags.items():
         extra = (also or {}).get(flag, ())
         if isinstance(value, bool) or (value is None and flag in optional) or value in extra:
+            taken[flag] = value
             continue
         choices = ["True", "False"] + (["None"] if flag in optional else []) + \
             [repr(x) for x in extra]
-        raise ConfigurationError(f"{owner}({flag}={value!r}): use {', '.join(choices)}")
+        taken[flag] = bool(value)
+        _NOT_BOOL.warn(f"{owner}({flag}={value!r}): expected {', '.join(choices)}; "
+                       f"{value!r} is taken as {bool(value)} (Lightning takes any value by its "
+                       f"truth). Pass {bool(value)}", category=UserWarning)
+    return taken
 
 
 def check_number(owner: str, flag: str, value: Any, minimum: float | None = None,
@@ -88,8 +100,3 @@ def check_path(owner: str, flag: str, value: Any, optional: bool = True) -> None
                                                                  else ""))
 
 
-def check_epochs(owner: str, min_epochs: int | None, max_epochs: int | None) -> None:
-    if min_epochs is not None and max_epochs not in (None, -1) and min_epochs > max_epochs:
-        raise ConfigurationError(f"{owner}(min_epochs={min_epochs}, max_epochs={max_epochs}): "
-                                 "min_epochs cannot exceed max_epochs; raise max_epochs or lower "
-                                 "min_epochs")

@@ -91,6 +91,24 @@ class LightningNameError(FulmenError, ImportError):
     fulmen counterpart; the message names it and what does exist next to it."""
 
 
+class LightningModuleNotFoundError(LightningNameError, ModuleNotFoundError):
+    """``import`` of a Lightning module that ``fulmen run`` does not serve (a
+    ``ModuleNotFoundError``, as for any missing module)."""
+
+
+class LightningAttributeError(FulmenError, AttributeError):
+    """Reading a name that a served Lightning module does not have (an ``AttributeError``, so
+    ``hasattr`` and ``getattr(module, name, default)`` work); the message is
+    :class:`LightningNameError`'s."""
+
+
+class MissingDependencyError(FulmenError, ModuleNotFoundError):
+    """A feature needs a library or hardware this environment lacks (``torch_xla`` for TPUs,
+    ``bitsandbytes``, ``transformer_engine``, a tracker's client...). A
+    ``ModuleNotFoundError``, as Lightning raises there; the message names what is missing and
+    what to install or use instead."""
+
+
 class LegacyHookError(FulmenError, NotImplementedError):
     """The module implements a Lightning 1.x hook that Lightning 2 (and fulmen) no longer call,
     such as ``training_epoch_end(outputs)``; raised before the stage starts, as Lightning 2 does

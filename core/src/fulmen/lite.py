@@ -643,7 +643,7 @@ class Lite(SelectionReport):
         return self._background
 
     def load(self, path: Any, state: dict[str, Any] | None = None, strict: bool = True,
-             weights_only: bool = True) -> Any:
+             weights_only: bool | None = None) -> Any:
         """``load(path)`` returns what was saved; ``load(path, state)`` restores the modules,
         optimizers and objects with ``load_state_dict`` in ``state`` in place, sets plain
         entries, and returns the checkpoint's entries ``state`` did not name. ``strict=False``
@@ -684,7 +684,7 @@ class Lite(SelectionReport):
         return {k: v for k, v in checkpoint.items() if k not in state and k != KEY}
 
     def load_raw(self, path: Any, obj: torch.nn.Module | torch.optim.Optimizer,
-                 strict: bool = True, weights_only: bool = True) -> None:
+                 strict: bool = True, weights_only: bool | None = None) -> None:
         """Load a plain ``state_dict`` file (saved by ``torch.save``, not by ``lite.save``)
         into one module or optimizer."""
         self._require_launched("load_raw")

@@ -9,25 +9,29 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import types
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from fulmen.errors import ConfigurationError, FulmenError
+from fulmen.errors import ConfigurationError, FulmenDeprecationWarning, FulmenError
 from fulmen.hparams import (
     AttributeDict,
     HasHyperparameters,
     as_mapping,
+    container_name,
     init_arguments,
     select,
 )
-from fulmen.utilities.rank_zero import rank_zero_warn
+from fulmen.utilities.rank_zero import WarningCache, rank_zero_deprecation, rank_zero_warn
 
 if TYPE_CHECKING:
     from fulmen.api.lite_view import LiteView
     from fulmen.api.trainer_view import TrainerView
+
+_LOG_OPTIONS = WarningCache()
 
 
 class Hooks:
@@ -80,6 +84,22 @@ class Hooks:
         ``configure_optimizers`` in every stage, so make it idempotent."""
 
 
+_WARNED = WarningCache()
+
+
+def _early_hparams(module: Module) -> None:
+    """``save_hyperparameters()`` ran before ``super().__init__()``: the hyper-parameters are
+    kept (checkpoints, ``load_from_checkpoint``) but, as in Lightning (whose base ``__init__``
+    resets the flag), not sent to the loggers; warned once per class with the fix."""
+    if module._log_hyperparams:
+        _WARNED.warn(
+            f"{type(module).__name__}.save_hyperparameters() was called before "
+            "super().__init__(): as in Lightning, the hyper-parameters are saved in checkpoints "
+            "but not sent to the loggers. Call save_hyperparameters() after super().__init__() "
+            "to log them too.", stacklevel=7)
+    module._log_hyperparams = False
+
+
 @contextlib.contextmanager
 def jit_tracing() -> Iterator[None]:
     """Inside, ``torch.jit`` may trace or script a :class:`Module` that no Trainer holds (its
@@ -102,9 +122,16 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
     #: An input for ``forward`` (a tensor, a tuple/list of positional arguments or a dict of
     #: keyword arguments); when set, ``ModelSummary`` shows each layer's in/out sizes and FLOPs.
     example_input_array: Any = None
-    #: The ``__init__`` argument whose dict/Namespace ``save_hyperparameters(container)`` saved;
-    #: ``load_from_checkpoint`` passes the saved values back as that argument.
+    #: How ``load_from_checkpoint`` passes the saved hyper-parameters back (Lightning's
+    #: ``_hparams_name``, saved under ``CHECKPOINT_HYPER_PARAMS_NAME``): the ``__init__``
+    #: argument that held the dict/Namespace ``save_hyperparameters(container)`` saved, else
+    #: ``"kwargs"`` (each as its own argument); None when nothing was saved.
     hparams_name: str | None = None
+    #: Where checkpoints keep the hyper-parameters, the ``hparams_name`` and (Lightning, for
+    #: OmegaConf containers) their type: Lightning's keys
+    CHECKPOINT_HYPER_PARAMS_KEY = "hyper_parameters"
+    CHECKPOINT_HYPER_PARAMS_NAME = "hparams_name"
+    CHECKPOINT_HYPER_PARAMS_TYPE = "hparams_type"
     #: True while ``torch.jit`` walks the module's attributes (:func:`jit_tracing`): ``trainer``
     #: is then None instead of an error on a module not attached to a Trainer
     _jit_is_scripting: bool = False
@@ -112,6 +139,12 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
     _strict_loading: bool | None = None
     #: a weak reference to the Lite that set this module up, or None: :attr:`lite`
     _lite_ref: Callable[[], LiteView | None] | None = None
+    #: What ``torch.jit.script`` leaves out of a script module (``to_torchscript``, as
+    #: Lightning's lists): the attributes annotated on this class and its bases, whose
+    #: annotations (strings here) TorchScript cannot read once an instance sets them, and the
+    #: properties, which it would compile (:func:`_jit_ignored`)
+    __jit_ignored_attributes__: list[str] = []
+    __jit_unused_properties__: list[str] = []
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -119,8 +152,11 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
         #: the optimizers ``lite.setup(module, *optimizers)`` returned (``optimizers()``
         #: under Lite, Fabric's ``_fabric_optimizers``)
         self.lite_optimizers: list[Any] = []
-        self._hparams: AttributeDict = AttributeDict()
-        self._hparams_initial: AttributeDict = AttributeDict()
+        if "_hparams" in self.__dict__:  # save_hyperparameters() ran before this __init__
+            _early_hparams(self)
+        else:
+            self._hparams: AttributeDict = AttributeDict()
+            self._hparams_initial: AttributeDict = AttributeDict()
         self.automatic_optimization: bool = True
         self._param_requires_grad_state: dict[torch.nn.Parameter, bool] = {}
 
@@ -236,24 +272,37 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
     # ------------------------------------------------------------------ hyper-parameters
 
     def save_hyperparameters(self, *names: Any, ignore: str | list[str] | None = None,
-                             logger: bool = True) -> None:
+                             frame: types.FrameType | None = None, logger: bool = True) -> None:
         """Record ``__init__`` arguments (all, or those named) in ``self.hparams``; they are
         written to checkpoints (modules and partials as re-creatable references) and, unless
         ``logger=False``, sent to the loggers (``hparams.yaml``). One dict or
-        ``argparse.Namespace`` argument is saved as the hyper-parameters instead."""
-        ignore = [ignore] if isinstance(ignore, str) else list(ignore or [])
-        frame = inspect.currentframe()
-        assert frame is not None and frame.f_back is not None
-        arguments = init_arguments(frame.f_back, self)
+        ``argparse.Namespace`` argument is saved as the hyper-parameters instead. ``frame``:
+        the ``__init__`` frame to read the arguments from (default: the caller's). May run
+        before ``super().__init__()``, as in Lightning. Names in ``ignore`` are also dropped
+        from what an earlier call (a base class's) saved."""
+        self._log_hyperparams = logger
+        if len(names) == 1 and not names[0]:  # an empty container: nothing to save
+            return
+        ignore = [ignore] if isinstance(ignore, str) else \
+            [i for i in (ignore or []) if isinstance(i, str)]
+        if frame is None:
+            current = inspect.currentframe()
+            assert current is not None and current.f_back is not None
+            frame = current.f_back
+        arguments = init_arguments(frame, self)
         if len(names) == 1 and not isinstance(names[0], str):
             chosen = {k: v for k, v in as_mapping(names[0]).items() if k not in ignore}
             # the __init__ argument that held the container gets it back on loading
-            self.hparams_name = next((k for k, v in arguments.items() if v is names[0]), None)
+            self.hparams_name = container_name(arguments, names[0], ignore)
         else:
             chosen = select(arguments, names, ignore)
-        self._hparams.update(chosen)
-        self._hparams_initial.update(chosen)
-        self._log_hyperparams = logger
+            self.hparams_name = "kwargs" if chosen or names else None
+        if "_hparams" not in self.__dict__:  # before super().__init__()
+            self._hparams, self._hparams_initial = AttributeDict(), AttributeDict()
+        for store in (self._hparams, self._hparams_initial):
+            store.update(chosen)
+            for key in ignore:  # a subclass may drop what its base class saved
+                store.pop(key, None)
 
     @property
     def hparams(self) -> AttributeDict:
@@ -414,13 +463,12 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
         if results is None:
             raise FulmenError(f"self.log({name!r}, ...) was called outside a Trainer hook; "
                               "log from training_step, validation_step, test_step or hooks")
-        if enable_graph:
-            raise ConfigurationError(f"self.log({name!r}, enable_graph=True): fulmen stores "
-                                     "logged values detached; keep the tensor yourself if you "
-                                     "need its graph")
-        if sync_dist_group is not None:
-            raise ConfigurationError(f"self.log({name!r}, sync_dist_group=...): fulmen reduces "
-                                     "over every process; leave sync_dist_group=None")
+        if enable_graph or sync_dist_group is not None:  # Lightning honours them: a warning
+            _LOG_OPTIONS.warn(f"self.log({name!r}, enable_graph={enable_graph!r}, "
+                              f"sync_dist_group={sync_dist_group!r}): fulmen stores logged values "
+                              "detached and reduces sync_dist over every process; keep the "
+                              "tensor yourself if you need its graph, and leave sync_dist_group="
+                              "None", category=UserWarning)
         if not results.log_step_value(name, value):  # not the usual per-step scalar
             results.log(name, value, prog_bar, logger is not False, on_step, on_epoch, reduce_fx,
                         sync_dist, rank_zero_only, batch_size, add_dataloader_idx)
@@ -596,6 +644,110 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
 
     # ------------------------------------------------------------------ utilities
 
+    # ------------------------------------------------------------------ export
+
+    def to_onnx(self, file_path: str | Path | Any = None, input_sample: Any = None,
+                **kwargs: Any) -> Any:
+        """Export the module to ONNX with ``torch.onnx.export`` (Lightning's ``to_onnx``):
+        ``input_sample`` (default: :attr:`example_input_array`) goes through the batch-transfer
+        hooks to the module's device first; ``file_path`` a path or a file object (None: no
+        file); ``kwargs`` go to ``torch.onnx.export``, whose return value this returns. The
+        training mode is restored afterwards. Needs the ``onnx`` package, and ``onnxscript``
+        for ``dynamo=True`` (``torch.onnx.export``'s default from torch 2.9)."""
+        import importlib.util
+
+        from fulmen.errors import MissingDependencyError
+
+        if importlib.util.find_spec("onnx") is None:
+            raise MissingDependencyError(
+                f"`{type(self).__name__}.to_onnx()` requires `onnx` to be installed: "
+                "pip install onnx")
+        # torch's exporter default (dynamo=True from torch 2.9 on) counts too: Lightning
+        # checks an explicit dynamo=True only, and torch then fails importing onnxscript
+        exporter = inspect.signature(torch.onnx.export).parameters
+        dynamo = kwargs.get("dynamo", exporter["dynamo"].default if "dynamo" in exporter
+                            else False)
+        if dynamo and importlib.util.find_spec("onnxscript") is None:
+            raise MissingDependencyError(
+                f"`{type(self).__name__}.to_onnx(dynamo=True)` requires `onnxscript` and "
+                "`torch>=2.5.0` to be installed (dynamo=True is torch.onnx.export's default "
+                "from torch 2.9): pip install onnxscript, or pass dynamo=False")
+        mode = self.training
+        if input_sample is None:
+            if self.example_input_array is None:
+                raise ConfigurationError(
+                    "Could not export to ONNX since neither `input_sample` nor "
+                    "`model.example_input_array` attribute is set.")
+            input_sample = self.example_input_array
+        input_sample = self._export_input(input_sample)
+        file_path = str(file_path) if isinstance(file_path, Path) else file_path
+        exported = torch.onnx.export(self, input_sample, file_path, **kwargs)
+        self.train(mode)
+        return exported
+
+    @torch.no_grad()
+    def to_torchscript(self, file_path: str | Path | None = None, method: str | None = "script",
+                       example_inputs: Any = None, **kwargs: Any) -> Any:
+        """The module as a ``torch.jit.ScriptModule`` (Lightning's ``to_torchscript``):
+        ``method="script"`` (``torch.jit.script``) or ``"trace"`` (``torch.jit.trace`` on
+        ``example_inputs``, default :attr:`example_input_array`, moved by the batch-transfer
+        hooks, as is ``check_inputs``); in eval mode, the training mode restored afterwards;
+        saved to ``file_path`` (a path or fsspec URL) when given. ``kwargs`` go to
+        ``torch.jit.script``/``trace``. Deprecated, as in Lightning 2.6.6: TorchScript is
+        deprecated in PyTorch; use ``torch.export.export()``."""
+        from fulmen import storage
+
+        rank_zero_deprecation(
+            "`Module.to_torchscript` is deprecated (as `LightningModule.to_torchscript` in "
+            "Lightning 2.6.6): TorchScript is deprecated in PyTorch. Use "
+            "`torch.export.export()` for model exporting instead. See "
+            "https://pytorch.org/docs/stable/export.html for more information.",
+            stacklevel=7, category=FulmenDeprecationWarning)
+        mode = self.training
+        if method == "script":
+            with jit_tracing():
+                scripted = torch.jit.script(self.eval(), **kwargs)
+        elif method == "trace":
+            if example_inputs is None:
+                if self.example_input_array is None:
+                    raise ConfigurationError(
+                        "Choosing method=`trace` requires either `example_inputs` or "
+                        "`model.example_input_array` to be defined.")
+                example_inputs = self.example_input_array
+            if kwargs.get("check_inputs") is not None:
+                kwargs["check_inputs"] = self._export_input(kwargs["check_inputs"])
+            example_inputs = self._export_input(example_inputs)
+            with jit_tracing():
+                scripted = torch.jit.trace(func=self.eval(), example_inputs=example_inputs,
+                                           **kwargs)
+        else:
+            raise ConfigurationError(f"The 'method' parameter only supports 'script' or "
+                                     f"'trace', but value given was: {method}")
+        self.train(mode)
+        if file_path is not None:
+            with storage.open_file(str(file_path), "wb") as handle:
+                torch.jit.save(scripted, handle)
+        return scripted
+
+    def _export_input(self, sample: Any) -> Any:
+        """An export's input through ``on_before_batch_transfer``, ``transfer_batch_to_device``
+        (to the module's device) and ``on_after_batch_transfer`` (dataloader 0): the
+        DataModule's hook where the running Trainer's DataModule overrides it (Lightning's
+        ``_apply_batch_transfer_handler``)."""
+        from fulmen.datamodule import DataModule
+
+        datamodule = self._trainer.datamodule if self._trainer is not None else None
+
+        def hook(name: str) -> Any:
+            if isinstance(datamodule, DataModule) and \
+                    getattr(type(datamodule), name) is not getattr(DataModule, name):
+                return getattr(datamodule, name)
+            return getattr(self, name)
+
+        sample = hook("on_before_batch_transfer")(sample, 0)
+        sample = hook("transfer_batch_to_device")(sample, self.device, 0)
+        return hook("on_after_batch_transfer")(sample, 0)
+
     def freeze(self) -> None:
         for param in self.parameters():
             param.requires_grad = False
@@ -620,27 +772,35 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
 
     @classmethod
     def load_from_checkpoint(cls, checkpoint_path: str | Path, map_location: Any = None,
-                             strict: bool | None = None, weights_only: bool = True,
-                             **kwargs: Any) -> Module:
-        """Build the module from the hyper-parameters saved in a checkpoint (``kwargs``
-        override them) and load its weights (``strict``: every key must match; default: the
-        built module's :attr:`strict_loading`). Reads fulmen and Lightning checkpoints.
+                             hparams_file: str | Path | None = None, strict: bool | None = None,
+                             weights_only: bool | None = None, **kwargs: Any) -> Module:
+        """Build the module from the hyper-parameters saved in a checkpoint and load its
+        weights, as Lightning's ``load_from_checkpoint``: ``kwargs`` override the saved
+        hyper-parameters; those ``__init__`` does not take are left out unless it takes
+        ``**kwargs``; a dict/Namespace saved with ``save_hyperparameters(config)`` comes back
+        as that argument. ``hparams_file`` (``.yaml``/``.yml``/``.csv``, as the loggers write
+        ``hparams.yaml``) replaces the saved hyper-parameters. ``strict``: every key must
+        match (default: the built module's :attr:`strict_loading`). The module is moved to the
+        device the weights were loaded to. Reads fulmen and Lightning checkpoints.
         Hyper-parameters saved as references (``nn.Module``, ``functools.partial``: a
         ``class_path`` and ``init_args``) are re-created, which imports and calls the recorded
         class: load checkpoints you trust, or pass such objects in ``kwargs``."""
+        from fulmen.hparams import (
+            CHECKPOINT_PAST_HPARAMS_KEYS,
+            constructor_kwargs,
+            hparams_from_file,
+        )
+        from fulmen.references import decode
         from fulmen.trainer.checkpoint import load_state_into, read_checkpoint
 
         checkpoint = read_checkpoint(checkpoint_path, map_location, weights_only)
-        from fulmen.references import decode
-
-        saved = checkpoint.get("hyper_parameters") or {}
-        hparams = {k: decode(v) for k, v in saved.items() if k not in kwargs}  # re-created
-        name = checkpoint.get("hparams_name")
-        if isinstance(name, str) and name not in kwargs:  # saved from one dict/Namespace
-            model = cls(**{name: AttributeDict({**hparams, **kwargs})})
-        else:
-            model = cls(**{**hparams, **kwargs})
-        model.on_load_checkpoint(checkpoint)
+        key = cls.CHECKPOINT_HYPER_PARAMS_KEY
+        if hparams_file is not None:  # the file's hyper-parameters replace the saved ones
+            checkpoint[key] = hparams_from_file(hparams_file)
+        checkpoint[key] = {**(checkpoint.get(key) or {}), **kwargs}
+        init_kwargs = constructor_kwargs(cls, checkpoint, kwargs, CHECKPOINT_PAST_HPARAMS_KEYS,
+                                         decode)
+        model = cls(**init_kwargs)
         if model._strict_loading is not None and strict is not None and \
                 strict != model.strict_loading:
             raise ConfigurationError(
@@ -648,8 +808,39 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
                 f"{cls.__name__}.strict_loading = {model.strict_loading!r}; set the same value "
                 "for both, or leave strict out")
         strict = model.strict_loading if strict is None else strict
-        load_state_into(model, checkpoint["state_dict"], strict, str(checkpoint_path))
-        return model
+        if type(model).configure_model is not Module.configure_model:
+            model.configure_model()
+        model.on_load_checkpoint(checkpoint)
+        state_dict = checkpoint["state_dict"]
+        keys = load_state_into(model, state_dict, strict, str(checkpoint_path))
+        if not strict:
+            if keys.missing_keys:
+                rank_zero_warn("Found keys that are in the model state dict but not in the "
+                               f"checkpoint: {keys.missing_keys}")
+            if keys.unexpected_keys:
+                rank_zero_warn("Found keys that are not in the model state dict but in the "
+                               f"checkpoint: {keys.unexpected_keys}")
+        if not state_dict:
+            rank_zero_warn(f"The state dict in {str(checkpoint_path)!r} contains no parameters.")
+            return model
+        device = next((t.device for t in state_dict.values() if isinstance(t, torch.Tensor)),
+                      torch.device("cpu"))
+        return model.to(device)
+
+
+def _jit_ignored() -> tuple[list[str], list[str]]:
+    """The attributes annotated on ``Module`` and its fulmen bases, and their properties."""
+    annotated: set[str] = set()
+    properties: set[str] = set()
+    for base in Module.__mro__:
+        if base.__module__.startswith("fulmen."):
+            annotated.update(vars(base).get("__annotations__", {}))
+            properties.update(k for k, v in vars(base).items() if isinstance(v, property))
+    annotated -= {"__jit_ignored_attributes__", "__jit_unused_properties__"}
+    return sorted(annotated), sorted(properties)
+
+
+Module.__jit_ignored_attributes__, Module.__jit_unused_properties__ = _jit_ignored()
 
 
 class LiteTrainerShim:

@@ -70,13 +70,14 @@ def test_hydra_template_config_gives_lightnings_file_names(tmp_path):
 def test_contradictory_options_echo_the_configuration_and_the_fix():
     from datetime import timedelta
 
-    with pytest.raises(ConfigurationError, match=r"ModelCheckpoint\(monitor='val/acc', "
-                       r"save_top_k=0, mode='min'\): save_top_k=0 keeps no monitored "
-                       r"checkpoint.*drop monitor"):
+    # Lightning accepts it (and keeps no monitored checkpoint): a warning with the fix
+    with pytest.warns(RuntimeWarning, match=r"ModelCheckpoint\(monitor='val/acc', save_top_k=0\)"
+                      r": save_top_k=0 keeps no monitored checkpoint.*Drop monitor"):
         ModelCheckpoint(monitor="val/acc", save_top_k=0)
     with pytest.raises(ConfigurationError, match=r"every_n_train_steps=10.*train_time_interval="
                                                  r"0:01:00.*mutually exclusive: keep one trigger"):
         ModelCheckpoint(every_n_train_steps=10, train_time_interval=timedelta(minutes=1))
-    with pytest.raises(ConfigurationError, match=r"save_last='yes': use True, False, None or "
-                                                 r"'link'"):
-        ModelCheckpoint(save_last="yes")
+    # Lightning takes save_last by its truth: a warning with the value to pass
+    with pytest.warns(UserWarning, match=r"save_last='yes'\): expected True, False, None or "
+                                         r"'link'; taken as True"):
+        assert ModelCheckpoint(save_last="yes").save_last is True

@@ -1,7 +1,8 @@
 """Lightning's ``tests_pytorch/callbacks/test_lambda_function.py``, ported.
 
-Difference, on purpose: an unknown hook name or a non-callable is a ``ConfigurationError``
-(Lightning's explicit keyword list makes it a ``TypeError``).
+Differences: an unknown hook name is a ``ConfigurationError`` (Lightning's explicit keyword list
+makes it a ``TypeError``); a value that is not a function warns and is left out (Lightning keeps
+it and never calls it).
 """
 
 from __future__ import annotations
@@ -55,5 +56,6 @@ def test_lambda_call(tmp_path):
 def test_lambda_bad_input():
     with pytest.raises(ConfigurationError, match="on_train_epoch_ends, which is not a hook"):
         LambdaCallback(on_train_epoch_ends=print)
-    with pytest.raises(ConfigurationError, match="give a function"):
-        LambdaCallback(setup=3)
+    # Lightning keeps a value that is not a function and never calls it: a warning, nothing runs
+    with pytest.warns(UserWarning, match=r"LambdaCallback\(setup=3\) is not a function"):
+        assert LambdaCallback(setup=3).setup != 3

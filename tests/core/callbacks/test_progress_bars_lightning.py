@@ -93,8 +93,9 @@ def test_tqdm_progress_bar_misconfiguration():
     with pytest.raises(ConfigurationError,
                        match=r"enable_progress_bar=False` but found `TQDMProgressBar"):
         Trainer(callbacks=TQDMProgressBar(), enable_progress_bar=False)
-    with pytest.raises(ConfigurationError, match="refresh_rate=-1"):
-        TQDMProgressBar(refresh_rate=-1)
+    # fulmen's addition: Lightning runs a negative rate with the bars off; fulmen too, warning
+    with pytest.warns(UserWarning, match=r"refresh_rate=-1\): a negative rate turns the bars off"):
+        assert TQDMProgressBar(refresh_rate=-1).refresh_rate == 0
 
 
 @pytest.mark.parametrize("num_dl", [1, 2])

@@ -160,3 +160,63 @@ def test_something_that_is_not_a_zip_is_written_unchanged() -> None:
     writer.write(b"not a zip at all")
     assert not writer.finish()
     assert out.getvalue() == b"not a zip at all"
+
+
+class CountingFile(io.FileIO):
+    """A file that counts the bytes read from it."""
+
+    read_bytes = 0
+
+    def readinto(self, buffer):  # type: ignore[no-untyped-def]
+        got = super().readinto(buffer)
+        self.read_bytes += got or 0
+        return got
+
+
+def stamped_file(tmp_path: Path, tensors: int = 8, numel: int = 1 << 18) -> Path:
+    path = tmp_path / "big.ckpt"
+    with open(path, "wb") as handle:
+        filesum.save({f"t{i}": torch.full((numel,), float(i)) for i in range(tensors)}, handle)
+    return path
+
+
+def test_a_load_reads_the_file_once_and_sums_what_torch_reads(tmp_path: Path) -> None:
+    """The checksum is computed from the bytes torch.load reads (no second pass): the file is
+    read about once, not twice, and the dictionary is whole."""
+    path = stamped_file(tmp_path)
+    size = path.stat().st_size
+    with CountingFile(path, "rb") as handle:
+        content = filesum.load_from(handle, path, weights_only=True)
+        read = handle.read_bytes
+    assert torch.equal(content["t7"], torch.full((1 << 18,), 7.0))
+    assert size <= read <= size * 1.01 + 65536, (read, size)
+
+
+def test_the_reader_sums_the_file_whatever_order_it_is_read_in(tmp_path: Path) -> None:
+    """Bytes read out of order (an old torch wrote records out of order, and the zip's
+    directory is read first) are summed once, in file order, by the end."""
+    import random
+
+    path = stamped_file(tmp_path, tensors=3, numel=50_000)
+    size = path.stat().st_size
+    expected = filesum.stored_in(path)
+    cuts = sorted(random.Random(0).sample(range(1, size), 40))
+    pieces = list(zip([0, *cuts], [*cuts, size]))
+    random.Random(1).shuffle(pieces)
+    with CountingFile(path, "rb") as handle:
+        reader = filesum.HashingReader(handle, size - filesum.COMMENT - 2)
+        for start, stop in pieces:
+            reader.seek(start)
+            assert len(reader.read(stop - start)) == stop - start
+        assert f"{reader.finish():08x}" == expected
+
+
+def test_damage_torch_load_trips_over_is_reported_as_the_checksum_mismatch(
+        tmp_path: Path) -> None:
+    path = stamped_file(tmp_path, tensors=2, numel=1000)
+    data = bytearray(path.read_bytes())
+    at = data.rfind(b"PK\x01\x02")  # the zip's central directory, read first by torch.load
+    data[at + 10] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(safety.CorruptCheckpointError, match="do not match the CRC-32C"):
+        filesum.load(path, weights_only=True)

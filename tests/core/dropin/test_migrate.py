@@ -128,7 +128,7 @@ def test_names_without_counterpart_are_listed() -> None:
     source = textwrap.dedent("""\
         import lightning as L
         from lightning.pytorch.loops import FitLoop
-        from lightning.pytorch.callbacks import ModelPruning, EarlyStopping
+        from lightning.pytorch.callbacks import Nope, EarlyStopping
         from lightning.pytorch.strategies import DDPStrategy
         from lightning.fabric import Fabric
 
@@ -141,14 +141,14 @@ def test_names_without_counterpart_are_listed() -> None:
         """)
     result = migrate_source(source)
     assert "from fulmen.callbacks import EarlyStopping\n" \
-           "from lightning.pytorch.callbacks import ModelPruning\n" in result.new
+           "from lightning.pytorch.callbacks import Nope\n" in result.new
     assert "from fulmen_strategies import DDPStrategy" in result.new
     assert "from fulmen import Fabric" in result.new
     assert "class M(L.Module):" in result.new and "import fulmen as L" in result.new
     assert "s = fulmen_strategies.FSDPStrategy()" in result.new
     assert "import fulmen_strategies\n" in result.new
     assert [line for line, _ in result.notes] == [2, 3, 8, 12]
-    assert "lightning.pytorch.loops has no fulmen counterpart" in result.notes[0][1]
+    assert "lightning.pytorch.loops.FitLoop has no fulmen counterpart" in result.notes[0][1]
     assert "lightning.pytorch.callbacks.Foo has no fulmen counterpart" in result.notes[3][1]
 
 
@@ -161,7 +161,7 @@ def test_command_check_diff_write(tmp_path: Path, capsys) -> None:  # type: igno
     assert main(["--check", str(tmp_path / "pkg")]) == 1
     out = capsys.readouterr()
     assert f"would rewrite {old}" in out.out
-    assert f"{old}:2: not migrated: lightning.pytorch.loops has no fulmen counterpart" in out.err
+    assert f"{old}:2: not migrated: lightning.pytorch.loops.X has no fulmen counterpart" in out.err
     assert main(["--diff", str(old)]) == 0
     assert "+from fulmen import Trainer" in capsys.readouterr().out
     assert old.read_text().startswith("from lightning")  # --diff and --check write nothing
@@ -183,5 +183,17 @@ def test_lightning_1x_homes_of_moved_names() -> None:
         from fulmen import Lite as LightningLite
         from fulmen.loggers import Logger as LightningLoggerBase
         from fulmen import Module as LightningModule
+        """)
+    assert result.notes == []
+
+
+def test_names_served_from_the_public_api_table_are_rewritten() -> None:
+    result = migrate_source(textwrap.dedent("""\
+        from lightning.pytorch.utilities.parsing import lightning_hasattr
+        from lightning.pytorch.callbacks import ModelPruning
+        """))
+    assert result.new == textwrap.dedent("""\
+        from fulmen.utilities.parsing import lightning_hasattr
+        from fulmen.callbacks.pruning import ModelPruning
         """)
     assert result.notes == []

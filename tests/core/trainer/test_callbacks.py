@@ -76,8 +76,11 @@ def test_monitoring_a_metric_that_was_never_logged_lists_the_logged_ones(tmp_pat
 
 
 def test_checkpoint_filename_with_unknown_field(tmp_path):
-    with pytest.raises(ConfigurationError, match=r"uses \{acc\}, which was not logged"):
+    """Lightning writes a name that is not logged as 0; fulmen too, with a warning."""
+    with pytest.warns(RuntimeWarning, match=r"uses \{acc\}, which is not logged \(yet\), so it "
+                      r"is written as acc=0 \(Lightning's rule\). Logged: \['epoch', 'score'"):
         run([ModelCheckpoint(dirpath=tmp_path, filename="{acc}")], [0.1])
+    assert os.listdir(tmp_path) == ["acc=0.ckpt"]
 
 
 def test_early_stopping_with_patience():

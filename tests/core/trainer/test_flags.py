@@ -157,11 +157,19 @@ def test_val_check_interval_larger_than_the_epoch():
 
 
 def test_empty_dataloaders():
+    """Lightning warns of a dataloader with no batch and skips it (a fit trains nothing, a test
+    returns []); no data at all is an error, as in Lightning."""
     empty = DataLoader(torch.utils.data.TensorDataset(torch.ones(0, 8)), batch_size=4)
-    with pytest.raises(ConfigurationError, match=r"the training dataloader is empty \(0 batches\)"):
-        fulmen.Trainer(**lean(max_epochs=1)).fit(TinyModule(), empty)
-    with pytest.raises(ConfigurationError, match=r"every test dataloader is empty"):
-        fulmen.Trainer(**lean()).test(TinyModule(), empty)
+    trainer = fulmen.Trainer(**lean(max_epochs=1))
+    with pytest.warns(UserWarning, match=r"Total length of `DataLoader` across ranks is zero.*"
+                      r"the training dataloader has 0 batches"):
+        trainer.fit(TinyModule(), empty)
+    assert trainer.global_step == 0
+    with pytest.warns(UserWarning, match=r"Total length of `DataLoader` across ranks is zero"):
+        assert fulmen.Trainer(**lean()).test(TinyModule(), empty) == []
+    with pytest.warns(UserWarning, match=r"Total length of `DataLoader` across ranks is zero"):
+        assert fulmen.Trainer(**lean()).predict(TinyModule(), empty) is None
+    assert fulmen.Trainer(**lean(limit_val_batches=0)).validate(TinyModule(), loader()) == []
     with pytest.raises(ConfigurationError, match=r"trainer.fit found no training data"):
         fulmen.Trainer(**lean()).fit(TinyModule())
     with pytest.raises(ConfigurationError, match=r"trainer.test\(\) needs a model"):

@@ -6,7 +6,8 @@ Deliberate differences (also in docs/migrating.md):
 
 - Lightning's tests patch ``TensorBoardLogger.log_metrics`` with ``mock``; here a small
   ``Logger`` subclass records the calls (fulmen tests patch no internals).
-- ``logged_metrics`` hold floats (Lightning: tensors); ``callback_metrics`` hold tensors.
+- ``enable_graph=True`` and ``sync_dist_group`` are taken with a warning: fulmen keeps logged
+  values detached and reduces over every process.
 - ``CSVLogger`` merges metrics logged at the same step into one row (Lightning writes a row per
   ``log_metrics`` call); the labels are the same.
 - A name is never sent to a logger twice for one step (the logger contract): the epoch's values,
@@ -133,7 +134,7 @@ def test_eval_step_logging(tmp_path, num_dataloaders):
 
     class CustomBoringModel(BoringModel):
         def validation_step(self, batch: Any, batch_idx: int, dataloader_idx: Any = None) -> None:
-            self.log(f"val_log_{self.trainer.state}", batch_idx, on_step=True, on_epoch=False)
+            self.log(f"val_log_{self.trainer.state.fn.value}", batch_idx, on_step=True, on_epoch=False)
 
         def test_step(self, batch: Any, batch_idx: int, dataloader_idx: Any = None) -> None:
             self.log("test_log", batch_idx, on_step=True, on_epoch=False)
@@ -287,13 +288,18 @@ def test_name_with_dataloader_suffix_is_refused(tmp_path):
         fulmen.Trainer(**_flags(tmp_path, logger=False)).validate(Suffixed(), verbose=False)
 
 
-def test_enable_graph_and_sync_dist_group_are_refused_not_ignored(tmp_path):
+def test_enable_graph_and_sync_dist_group_warn_not_ignored(tmp_path):
+    """Lightning runs them; fulmen logs the value (detached, reduced over every process) and
+    says so."""
     class Graph(BoringModel):
         def validation_step(self, batch: Any, batch_idx: int) -> None:
-            self.log("v", self(batch).sum(), enable_graph=True)
+            self.log("v", self(batch).sum(), enable_graph=True, sync_dist_group=object())
 
-    with pytest.raises(ConfigurationError, match="enable_graph=True"):
-        fulmen.Trainer(**_flags(tmp_path, logger=False)).validate(Graph(), verbose=False)
+    trainer = fulmen.Trainer(**_flags(tmp_path, logger=False))
+    with pytest.warns(UserWarning, match=r"self.log\('v', enable_graph=True, sync_dist_group=<"
+                      r"object .*>\): fulmen stores logged values detached"):
+        trainer.validate(Graph(), verbose=False)
+    assert "v" in trainer.callback_metrics
 
 
 # ---------------------------------------------------------------- files read back

@@ -42,14 +42,7 @@ def test_accepted_forms(form):
 
 
 @pytest.mark.parametrize(("form", "message"), [
-    (None, "nothing to optimize"),
     ("adam", "a str is not one of the accepted forms"),
-    (lambda m: {"optimizer": sgd(m), "lr_schedulers": 1}, r"unknown keys \['lr_schedulers'\]"),
-    (lambda m: {"optimizer": (o := sgd(m)), "lr_scheduler": {
-        "scheduler": torch.optim.lr_scheduler.StepLR(o, 1), "intervall": "step"}},
-     r"the lr_scheduler dict has unknown keys \['intervall'\] \(given: \['intervall', "
-     r"'scheduler'\]\); its keys are scheduler, interval, frequency, monitor, strict, name, "
-     r"reduce_on_plateau"),
     (lambda m: {"optimizer": sgd(m), "lr_scheduler": {"interval": "step"}},
      r"the lr_scheduler dict has no 'scheduler'"),
     (lambda m: {"optimizer": sgd(m), "lr_scheduler": {"scheduler": 3}},
@@ -65,6 +58,37 @@ def test_unusable_returns_say_what_is_accepted(form, message):
     with pytest.raises(ConfigurationError, match=message) as info:
         fulmen.Trainer(**lean(max_epochs=1)).fit(with_optimizers(form)(), loader())
     assert "Return an optimizer; a list or tuple of optimizers" in str(info.value)
+
+
+@pytest.mark.parametrize(("form", "message"), [
+    (lambda m: {"optimizer": sgd(m), "lr_schedulers": 1},
+     r"Found unsupported keys in the optimizer configuration: \{'lr_schedulers'\}\. They are "
+     r"ignored: the keys are optimizer, lr_scheduler, monitor"),
+    (lambda m: {"optimizer": (o := sgd(m)), "lr_scheduler": {
+        "scheduler": torch.optim.lr_scheduler.StepLR(o, 1), "intervall": "step"}},
+     r"Found unsupported keys in the lr scheduler dict: \{'intervall'\}\. HINT: remove them .* "
+     r"its keys are scheduler, interval, frequency, monitor, strict, name, reduce_on_plateau"),
+])
+def test_unknown_keys_warn_and_are_ignored(form, message):
+    """Lightning warns of keys it does not know (a misspelt ``"intervall"`` too) and ignores
+    them: the fit runs, the scheduler steps per epoch (the default interval)."""
+    trainer = fulmen.Trainer(**lean(max_epochs=1))
+    with pytest.warns(RuntimeWarning, match=message):
+        trainer.fit(with_optimizers(form)(), loader())
+    assert trainer.global_step == 8
+    assert all(c.interval == "epoch" for c in trainer.lr_scheduler_configs)
+
+
+def test_none_runs_without_an_optimizer():
+    """Lightning's ``test_none_optimizer``: ``configure_optimizers`` returning None warns and
+    the fit runs (steps counted, nothing trained)."""
+    model = with_optimizers(None)()
+    before = [p.detach().clone() for p in model.parameters()]
+    trainer = fulmen.Trainer(**lean(max_epochs=1))
+    with pytest.warns(UserWarning, match="will run with no optimizer"):
+        trainer.fit(model, loader())
+    assert trainer.global_step == 8
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
 
 
 def test_two_optimizers_need_manual_optimization():

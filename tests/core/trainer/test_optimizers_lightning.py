@@ -6,8 +6,6 @@ Deliberate differences (fulmen's behaviour, asserted as such):
 - Misconfigurations raise ``fulmen.errors.ConfigurationError`` (Lightning:
   ``MisconfigurationException`` or ``TypeError``) with fulmen's messages, which echo what
   ``configure_optimizers`` returned and list the accepted forms.
-- Unknown keys in the optimizer dict or the lr scheduler dict raise (Lightning warns and drops
-  them): a misspelt ``"intervall"`` would otherwise silently step per epoch.
 - ``trainer.lr_scheduler_configs[i].reduce_on_plateau`` is ``None`` unless given (it is then
   read from the scheduler's type; ``needs_metric`` says which); Lightning stores the bool.
 - A custom scheduler needs only ``step()`` and ``state_dict()`` (duck typing; Lightning
@@ -38,11 +36,7 @@ Fulmen bugs these tests found, fixed in ``trainer/optim.py`` and ``trainer/loops
 
 Not ported:
 
-- ``test_none_optimizer``: fulmen refuses ``configure_optimizers`` returning None ("nothing to
-  optimize") instead of training without an optimizer; covered in
-  ``test_optimization.py::test_unusable_returns_say_what_is_accepted``.
-- ``test_lr_scheduler_with_unknown_interval_raises`` and
-  ``test_lr_scheduler_with_extra_keys_warns``: covered (as errors) in
+- ``test_lr_scheduler_with_unknown_interval_raises``: covered in
   ``test_optimization.py::test_unusable_returns_say_what_is_accepted``.
 - ``test_optimizer_state_on_device``: needs two CUDA GPUs (DDP).
 """
@@ -362,19 +356,19 @@ def test_unknown_configure_optimizers_raises(tmp_path):
         fast(tmp_path).fit(returning(lambda m: 1), data())
 
 
-def test_optimizer_config_dict_with_extra_keys_raises(tmp_path):
+def test_optimizer_config_dict_with_extra_keys_warns(tmp_path):
     def conf(m: Boring) -> Any:
         optimizer = optim.Adam(m.parameters())
         return {"optimizer": optimizer,
                 "lr_scheduler": {"scheduler": optim.lr_scheduler.StepLR(optimizer, 1)},
                 "foo": 1, "bar": 2}
 
-    with pytest.raises(ConfigurationError, match=r"the dict has unknown keys \['bar', 'foo'\]; "
-                       "its keys are optimizer, lr_scheduler, monitor"):
+    with pytest.warns(RuntimeWarning,
+                      match=r"Found unsupported keys in the optimizer configuration: \{.+\}"):
         fast(tmp_path).fit(returning(conf), data())
 
 
-def test_multiple_optimizer_config_dicts_with_extra_keys_raises(tmp_path):
+def test_multiple_optimizer_config_dicts_with_extra_keys_warns(tmp_path):
     def conf(m: Boring) -> Any:
         optimizer1 = optim.Adam(m.parameters(), lr=0.01)
         optimizer2 = optim.Adam(m.parameters(), lr=0.01)
@@ -383,10 +377,38 @@ def test_multiple_optimizer_config_dicts_with_extra_keys_raises(tmp_path):
         return [{"optimizer": optimizer1, "lr_scheduler": config_1, "foo": 1, "bar": 2},
                 {"optimizer": optimizer2, "lr_scheduler": config_2, "foo": 1, "bar": 2}]
 
-    model = returning(conf)
+    class Manual(Boring):
+        def training_step(self, batch: Any, batch_idx: int) -> None:
+            for opt in self.optimizers():
+                opt.zero_grad()
+                self.manual_backward(self.step(batch))
+                opt.step()
+
+    model = Manual()
     model.automatic_optimization = False
-    with pytest.raises(ConfigurationError, match=r"the dict has unknown keys \['bar', 'foo'\]"):
+    model.configure_optimizers = lambda: conf(model)  # type: ignore[method-assign]
+    with pytest.warns(RuntimeWarning,
+                      match=r"Found unsupported keys in the optimizer configuration: \{.+\}"):
         fast(tmp_path).fit(model, data())
+
+
+def test_lr_scheduler_with_extra_keys_warns(tmp_path):
+    def conf(m: Boring) -> Any:
+        optimizer = optim.Adam(m.parameters())
+        return {"optimizer": optimizer, "lr_scheduler": {
+            "scheduler": optim.lr_scheduler.StepLR(optimizer, 1), "foo": 1, "bar": 2}}
+
+    with pytest.warns(RuntimeWarning,
+                      match=r"Found unsupported keys in the lr scheduler dict: \{.+\}"):
+        fast(tmp_path).fit(returning(conf), data())
+
+
+def test_none_optimizer(tmp_path):
+    model = Boring()
+    model.configure_optimizers = lambda: None  # type: ignore[method-assign]
+    trainer = trainer_for(tmp_path, limit_val_batches=0.1, limit_train_batches=0.2)
+    with pytest.warns(UserWarning, match="will run with no optimizer"):
+        trainer.fit(model, data(), data())
 
 
 def test_lr_scheduler_with_no_actual_scheduler_raises(tmp_path):

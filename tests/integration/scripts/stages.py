@@ -36,7 +36,7 @@ class Stages(fulmen.Callback):
         self._seen(trainer)
 
     def on_validation_start(self, trainer: Any, module: Any) -> None:
-        if not trainer.training:
+        if trainer.state.fn == "validate":  # not the validation inside fit
             self._seen(trainer)
 
     def on_test_start(self, trainer: Any, module: Any) -> None:

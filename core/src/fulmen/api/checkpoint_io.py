@@ -60,7 +60,7 @@ class TorchCheckpointIO(CheckpointIO):
             filesum.save(checkpoint, handle)  # torch.save, with a CRC-32C in the file
 
     def load_checkpoint(self, path: PathLike, map_location: Any | None = None,
-                        weights_only: bool = True) -> dict[str, Any]:
+                        weights_only: bool | None = None) -> dict[str, Any]:
         return safe_load(path, map_location, weights_only)
 
     def remove_checkpoint(self, path: PathLike) -> None:
@@ -73,22 +73,22 @@ class TorchCheckpointIO(CheckpointIO):
 
 
 def safe_load(path: PathLike, map_location: Any | None = None,
-              weights_only: bool = True) -> Any:
-    """``torch.load`` (``weights_only`` by default) with errors that say what to do; a file's
-    stored CRC-32C is compared before its content is returned."""
+              weights_only: bool | None = None) -> Any:
+    """``torch.load`` (``weights_only`` unless the user opts out: ``weights_only=False``, or
+    torch's ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` with ``weights_only`` not given) with errors
+    that say what to do; a file's stored CRC-32C is compared before its content is returned."""
     import pickle
-
-    import torch
 
     from fulmen.checkpoint import filesum, remote, safety
 
+    weights_only = safety.resolve_weights_only(weights_only)
     if remote.is_url(path):
         return remote.load(path, map_location, weights_only)  # type: ignore[arg-type]
     path = Path(remote.local(path))
     safety.check_readable(path)
     try:
-        return filesum.loading(path, lambda: torch.load(
-            path, map_location=map_location or "cpu", weights_only=weights_only))
+        return filesum.load(path, map_location=map_location or "cpu",
+                            weights_only=weights_only)
     except safety.CorruptCheckpointError:
         raise
     except pickle.UnpicklingError as exc:

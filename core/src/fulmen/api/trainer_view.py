@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from fulmen.api.logger import Logger
     from fulmen.api.strategy import Strategy
+    from fulmen.trainer.states import TrainerState
 
 
 class StepResults(Protocol):
@@ -139,7 +140,38 @@ class TrainerView(Ranks, Protocol):
         ...
 
     @property
+    def state(self) -> TrainerState:
+        """Where the Trainer is: ``state.fn`` (the method: ``"fit"``, ``"validate"``...),
+        ``state.stage`` (the loop inside it: ``"train"``, ``"sanity_check"``, ``"validate"``...)
+        and ``state.status``, as Lightning's ``trainer.state``."""
+        ...
+
+    @property
     def sanity_checking(self) -> bool:
+        """``state.stage`` is the sanity check."""
+        ...
+
+    @property
+    def validating(self) -> bool:
+        """``state.stage`` is validation: ``trainer.validate`` or validation inside fit."""
+        ...
+
+    @property
+    def testing(self) -> bool:
+        ...
+
+    @property
+    def predicting(self) -> bool:
+        ...
+
+    @property
+    def evaluating(self) -> bool:
+        """The sanity check, a validation or a test runs."""
+        ...
+
+    @property
+    def interrupted(self) -> bool:
+        """The last fit/validate/test/predict raised (``state.status`` is interrupted)."""
         ...
 
     @property
@@ -149,6 +181,7 @@ class TrainerView(Ranks, Protocol):
 
     @property
     def training(self) -> bool:
+        """``state.stage`` is training (inside fit; not during its validation)."""
         ...
 
     @property

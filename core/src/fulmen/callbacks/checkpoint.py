@@ -12,7 +12,6 @@ import re
 import time
 import warnings
 from datetime import timedelta
-from pathlib import Path
 from typing import Any, Literal
 
 import torch
@@ -60,12 +59,20 @@ class ModelCheckpoint(Callback):
                  train_time_interval: timedelta | None = None,
                  every_n_epochs: int | None = None, save_on_train_epoch_end: bool | None = None,
                  enable_version_counter: bool = True, async_save: bool = False) -> None:
-        arguments.check_bool("ModelCheckpoint", {
+        flags = arguments.check_bool("ModelCheckpoint", {
             "verbose": verbose, "save_on_exception": save_on_exception, "save_weights_only":
             save_weights_only, "auto_insert_metric_name": auto_insert_metric_name,
             "save_on_train_epoch_end": save_on_train_epoch_end, "enable_version_counter":
             enable_version_counter, "async_save": async_save},
             optional=("save_on_train_epoch_end",))
+        verbose, save_on_exception = flags["verbose"], flags["save_on_exception"]
+        save_weights_only = flags["save_weights_only"]
+        auto_insert_metric_name = flags["auto_insert_metric_name"]
+        save_on_train_epoch_end = flags["save_on_train_epoch_end"]
+        enable_version_counter, async_save = flags["enable_version_counter"], flags["async_save"]
+        save_top_k, every_n_epochs, every_n_train_steps, save_last = _as_lightning_takes(
+            save_top_k=save_top_k, every_n_epochs=every_n_epochs,
+            every_n_train_steps=every_n_train_steps, save_last=save_last)
         arguments.check_path("ModelCheckpoint", "dirpath",  # "": the working directory
                              None if dirpath == "" else dirpath)
         for flag, text, what in (("monitor", monitor, "a logged metric's name"),
@@ -199,7 +206,7 @@ class ModelCheckpoint(Callback):
         self._save_on_epoch(trainer)
 
     def on_validation_end(self, trainer: Any, module: Any) -> None:
-        if trainer.state == "fit" and not trainer.sanity_checking:
+        if trainer.state.fn == "fit" and not trainer.sanity_checking:
             self._validation_ran = True
         if self._should_skip_saving_checkpoint(trainer) or \
                 self._should_save_on_train_epoch_end(trainer):
@@ -297,7 +304,8 @@ class ModelCheckpoint(Callback):
         return trainer.strategy.reduce_boolean_decision(local, all=False)
 
     def find_last(self) -> str | None:
-        """The last checkpoint: the one this callback wrote, else ``last.ckpt`` in dirpath."""
+        """The last checkpoint: the one this callback wrote, else ``last.ckpt`` in dirpath (by
+        this callback's ``CHECKPOINT_NAME_LAST`` and ``FILE_EXTENSION``)."""
         if self.last_model_path and storage.exists(self.last_model_path):
             return self.last_model_path
         if self.dirpath:
@@ -307,11 +315,13 @@ class ModelCheckpoint(Callback):
         return None
 
     def _find_last_checkpoints(self, trainer: Any) -> set[str]:
-        """The "last" checkpoints (``last.ckpt``, ``last-v1.ckpt``...) in the directory."""
+        """The "last" checkpoints (``last.ckpt``, ``last-v1.ckpt``...) in the directory, by
+        this callback's ``CHECKPOINT_NAME_LAST`` and ``FILE_EXTENSION``."""
         folder = self._resolve_dirpath(trainer)
-        pattern = re.compile(rf"^{re.escape(self.CHECKPOINT_NAME_LAST)}(-(\d+))?")
+        pattern = re.compile(rf"^{re.escape(self.CHECKPOINT_NAME_LAST)}")
+        ext = self.FILE_EXTENSION
         return {storage.join(folder, name) for name in storage.listdir(folder)
-                if Path(name).suffix == self.FILE_EXTENSION and pattern.match(Path(name).stem)}
+                if name.endswith(ext) and pattern.match(name[:len(name) - len(ext)])}
 
     # ------------------------------------------------------------------ decisions
 
@@ -322,7 +332,7 @@ class ModelCheckpoint(Callback):
         return storage.join(base, "checkpoints")
 
     def _should_skip_saving_checkpoint(self, trainer: Any) -> bool:
-        return (bool(trainer.fast_dev_run) or trainer.state != "fit"
+        return (bool(trainer.fast_dev_run) or trainer.state.fn != "fit"
                 or trainer.sanity_checking
                 or self._last_global_step_saved == trainer.global_step)
 
@@ -495,6 +505,28 @@ def _link(filepath: str, linkpath: str) -> None:
         storage.copy(filepath, linkpath)
 
 
+def _as_lightning_takes(save_top_k: Any, every_n_epochs: Any, every_n_train_steps: Any,
+                        save_last: Any) -> tuple[Any, Any, Any, Any]:
+    """Values Lightning runs though they are not of the documented type, taken as Lightning
+    takes them, with a warning: a bool or a whole float as a count, a ``save_last`` other than
+    True/False/None/'link' by its truth."""
+    counts = {"save_top_k": save_top_k, "every_n_epochs": every_n_epochs,
+              "every_n_train_steps": every_n_train_steps}
+    for flag, value in counts.items():
+        if isinstance(value, bool) or (isinstance(value, float) and value.is_integer()):
+            rank_zero_warn(f"ModelCheckpoint({flag}={value!r}): expected an int; taken as "
+                           f"{int(value)}, as Lightning does. Pass {int(value)}",
+                           category=UserWarning)
+            counts[flag] = int(value)
+    if save_last not in (None, True, False, "link"):
+        rank_zero_warn(f"ModelCheckpoint(save_last={save_last!r}): expected True, False, None "
+                       f"or 'link'; taken as {bool(save_last)} (Lightning takes it by its "
+                       f"truth). Pass {bool(save_last)}", category=UserWarning)
+        save_last = bool(save_last)
+    return counts["save_top_k"], counts["every_n_epochs"], counts["every_n_train_steps"], \
+        save_last
+
+
 def _validate(**given: Any) -> None:
     """Raise one ConfigurationError that echoes the arguments for a configuration that cannot
     work."""
@@ -508,9 +540,10 @@ def _validate(**given: Any) -> None:
     elif monitor is None and top_k not in (-1, 0, 1):
         problems.append(f"ModelCheckpoint(save_top_k={top_k}, monitor=None) is not a valid "
                         "configuration. No quantity for top_k to track: set monitor='...' too")
-    elif monitor is not None and top_k == 0:
-        problems.append(f"save_top_k=0 keeps no monitored checkpoint, so monitor={monitor!r} "
-                        "would be ignored: drop monitor, or set save_top_k to -1 or k >= 1")
+    elif monitor is not None and top_k == 0:  # Lightning accepts it (and saves no top k)
+        rank_zero_warn(f"ModelCheckpoint(monitor={monitor!r}, save_top_k=0): save_top_k=0 keeps "
+                       f"no monitored checkpoint, so monitor={monitor!r} is ignored. Drop "
+                       "monitor, or set save_top_k to -1 or k >= 1", category=RuntimeWarning)
     for flag in ("every_n_train_steps", "every_n_epochs"):
         value = given[flag]
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
@@ -527,9 +560,6 @@ def _validate(**given: Any) -> None:
                 f"Combination of parameters every_n_train_steps={given['every_n_train_steps']}, "
                 f"every_n_epochs={given['every_n_epochs']} and train_time_interval={interval} "
                 "should be mutually exclusive: keep one trigger")
-    save_last = given["save_last"]
-    if save_last not in (None, True, False, "link"):
-        problems.append(f"save_last={save_last!r}: use True, False, None or 'link'")
     if problems:
         shown = ", ".join(f"{k}={v!r}" for k, v in given.items() if v is not None)
         raise ConfigurationError(f"ModelCheckpoint({shown}): " + "; ".join(problems))

@@ -8,9 +8,10 @@ from typing import Any
 
 import torch
 
-from fulmen.errors import ConfigurationError
+from fulmen.utilities.rank_zero import WarningCache
 
 _FIELD = re.compile(r"\{([^{}:]+)(?::([^{}]*))?\}")
+_MISSING = WarningCache()
 
 
 def _plain(value: Any) -> Any:
@@ -22,17 +23,22 @@ def format_name(template: str | None, metrics: Mapping[str, Any], *, prefix: str
                 owner: str = "ModelCheckpoint") -> str:
     """``template`` (default ``"{epoch}-{step}"``) with each ``{name[:spec]}`` replaced by
     ``name=value`` (just ``value`` without ``auto_insert_metric_name``). Names may hold ``/``,
-    ``.`` or ``@``. A name that is not in ``metrics`` is an error listing those that are."""
+    ``.`` or ``@``. A name that is not in ``metrics`` is written as 0, as Lightning does, with a
+    warning (once per name) listing the names that are there."""
     template = template or "{epoch}" + join + "{step}"
 
     def fill(match: re.Match[str]) -> str:
         name, spec = match.group(1), match.group(2) or ""
-        if name not in metrics:
-            raise ConfigurationError(
-                f"{owner} uses {{{name}}}, which was not logged; available: "
-                f"{sorted(metrics)}. Log {name!r} with self.log, or use one of these")
-        value = format(_plain(metrics[name]), spec)
-        return f"{name}{equals}{value}" if auto_insert_metric_name else value
+        if name in metrics:
+            value = _plain(metrics[name])
+        else:
+            value = 0
+            _MISSING.warn(f"{owner} uses {{{name}}}, which is not logged (yet), so it is "
+                          f"written as {name}{equals}0 (Lightning's rule). Logged: "
+                          f"{sorted(metrics)}. Log {name!r} with self.log before the "
+                          "checkpoint is saved, or fix the name", category=RuntimeWarning)
+        text = format(value, spec)
+        return f"{name}{equals}{text}" if auto_insert_metric_name else text
 
     name = _FIELD.sub(fill, template)
     return join.join((prefix, name)) if prefix is not None else name

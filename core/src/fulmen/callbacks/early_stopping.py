@@ -51,8 +51,14 @@ class EarlyStopping(Callback):
         problems = []
         if mode not in self.mode_dict:
             problems.append(f"`mode` can be min, max, got {mode}")
-        if isinstance(patience, bool) or not isinstance(patience, int) or patience < 0:
+        if isinstance(patience, bool) or not isinstance(patience, int | float) or \
+                patience != patience:
             problems.append(f"patience={patience!r}: use an int >= 0")
+        elif not isinstance(patience, int) or patience < 0:  # Lightning runs it
+            rank_zero_warn(f"EarlyStopping(patience={patience!r}): expected an int >= 0; "
+                           "training stops once that many checks in a row did not improve "
+                           "(Lightning's rule, which it applies to this value too)",
+                           category=UserWarning)
         if not isinstance(monitor, str) or not monitor:
             problems.append(f"monitor={monitor!r}: name a logged metric")
         if problems:
@@ -64,10 +70,13 @@ class EarlyStopping(Callback):
             if isinstance(value, float) and math.isinf(value):
                 continue  # Lightning takes ±inf (stopping_threshold=inf: stop at the first check)
             arguments.check_number("EarlyStopping", flag, value)
-        arguments.check_bool("EarlyStopping", {
+        flags = arguments.check_bool("EarlyStopping", {
             "verbose": verbose, "strict": strict, "check_finite": check_finite,
             "check_on_train_epoch_end": check_on_train_epoch_end, "log_rank_zero_only":
             log_rank_zero_only}, optional=("check_on_train_epoch_end",))
+        verbose, strict, check_finite = flags["verbose"], flags["strict"], flags["check_finite"]
+        check_on_train_epoch_end = flags["check_on_train_epoch_end"]
+        log_rank_zero_only = flags["log_rank_zero_only"]
         self.monitor = monitor
         self.patience = patience
         self.verbose = verbose
@@ -129,7 +138,7 @@ class EarlyStopping(Callback):
             self._run_early_stopping_check(trainer)
 
     def _should_skip_check(self, trainer: Any) -> bool:
-        return trainer.state != "fit" or trainer.sanity_checking
+        return trainer.state.fn != "fit" or trainer.sanity_checking
 
     def _validate_condition_metric(self, logs: dict[str, Any]) -> bool:
         if self.monitor in logs:

@@ -7,6 +7,7 @@ from typing import Any
 
 from fulmen.callbacks.base import Callback
 from fulmen.errors import ConfigurationError
+from fulmen.utilities.rank_zero import rank_zero_warn
 
 #: The hooks a LambdaCallback takes (every Callback hook but state_dict/load_state_dict).
 HOOKS = tuple(name for name in vars(Callback)
@@ -28,6 +29,9 @@ class LambdaCallback(Callback):
         for name, function in hooks.items():
             if function is None:
                 continue
-            if not callable(function):
-                raise ConfigurationError(f"LambdaCallback({name}={function!r}): give a function")
+            if not callable(function):  # Lightning keeps it and never calls it
+                rank_zero_warn(f"LambdaCallback({name}={function!r}) is not a function, so "
+                               f"nothing runs at {name} (as in Lightning); give a function",
+                               category=UserWarning)
+                continue
             setattr(self, name, function)

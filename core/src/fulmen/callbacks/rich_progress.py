@@ -188,11 +188,11 @@ class RichProgressBar(RefreshingBar):
         self._update(task, batch_idx + 1)
 
     def on_validation_end(self, trainer: Any, module: Any) -> None:
-        if trainer.state == "fit":
+        if trainer.state.fn == "fit":
             if self.progress is not None and self.val_progress_bar_id is not None:
                 self.progress.update(self.val_progress_bar_id, visible=False)
             self._update_metrics(trainer, module, force=True)
-        elif trainer.state == "validate":
+        elif trainer.state.fn == "validate":
             self._stop_progress()
         self.reset_dataloader_idx_tracker()
 

@@ -54,7 +54,7 @@ class ThroughputMonitor(Callback):
         if stage not in self._throughputs:  # created when the stage first runs
             self._throughputs[stage] = Throughput(available_flops=self.available_flops,
                                                   world_size=self._world_size, **self.kwargs)
-        if trainer.state == "fit" or stage not in self._samples:
+        if trainer.state.fn == "fit" or stage not in self._samples:
             self._throughputs[stage].reset()
             self._lengths[stage] = self._samples[stage] = self._batches[stage] = 0
         self._t0s[stage] = time.perf_counter()
@@ -110,7 +110,7 @@ class ThroughputMonitor(Callback):
             self._compute(trainer, "validate", self._batches["validate"])
 
     def on_validation_end(self, trainer: Any, module: Any) -> None:
-        if not trainer.is_global_zero or trainer.sanity_checking or trainer.state != "fit":
+        if not trainer.is_global_zero or trainer.sanity_checking or trainer.state.fn != "fit":
             return
         # move the training clock past the validation run, so it does not sink training's rate
         train_elapsed = self._throughputs["train"].elapsed_time

@@ -66,12 +66,20 @@ class TQDMProgressBar(RefreshingBar):
     def __init__(self, refresh_rate: int = 1, process_position: int = 0, leave: bool = False,
                  interactive: bool | None = None) -> None:
         super().__init__()
-        if isinstance(refresh_rate, bool) or not isinstance(refresh_rate, int) \
-                or refresh_rate < 0:
+        if isinstance(refresh_rate, bool) or not isinstance(refresh_rate, int | float) \
+                or not refresh_rate >= 0:
             from fulmen.errors import ConfigurationError
 
-            raise ConfigurationError(f"TQDMProgressBar(refresh_rate={refresh_rate!r}): use a "
-                                     "number of batches >= 1, or 0 to turn the bars off")
+            if not isinstance(refresh_rate, int | float) or refresh_rate != refresh_rate:
+                raise ConfigurationError(f"TQDMProgressBar(refresh_rate={refresh_rate!r}): use a "
+                                         "number of batches >= 1, or 0 to turn the bars off")
+            from fulmen.utilities.rank_zero import rank_zero_warn
+
+            # Lightning runs a negative rate with the bars off
+            rank_zero_warn(f"TQDMProgressBar(refresh_rate={refresh_rate!r}): a negative rate "
+                           "turns the bars off, as in Lightning; pass 0 to say so",
+                           category=UserWarning)
+            refresh_rate = 0
         from fulmen import arguments
 
         arguments.check_bool("TQDMProgressBar", {"leave": leave, "interactive": interactive},
@@ -172,7 +180,7 @@ class TQDMProgressBar(RefreshingBar):
         return self._new(self.predict_description, 2 * self.process_position, True, 0)
 
     def init_validation_tqdm(self) -> Any:
-        has_main_bar = self.trainer.state != "validate"
+        has_main_bar = self.trainer.state.fn != "validate"
         return self._new(self.validation_description,
                          2 * self.process_position + has_main_bar, not has_main_bar)
 
@@ -269,7 +277,7 @@ class TQDMProgressBar(RefreshingBar):
         self._close("val")
         self.reset_dataloader_idx_tracker()
         bar = self._bars.get("train")
-        if bar is not None and trainer.state == "fit" and not bar.disable:
+        if bar is not None and trainer.state.fn == "fit" and not bar.disable:
             bar.set_postfix(self.get_metrics(trainer, module))
 
     def on_test_start(self, trainer: Any, module: Any) -> None:

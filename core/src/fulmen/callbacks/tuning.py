@@ -124,7 +124,7 @@ class BatchSizeFinder(Callback):
         self.scale_batch_size(trainer, module)
 
     def on_validation_start(self, trainer: Any, module: Any) -> None:
-        if trainer.sanity_checking or trainer.state != "validate":
+        if trainer.sanity_checking or trainer.state.fn != "validate":
             return
         self.scale_batch_size(trainer, module)
 

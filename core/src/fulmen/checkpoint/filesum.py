@@ -11,9 +11,13 @@ and every copy, move, symlink or ``aws s3 cp`` of a checkpoint would have to car
 file. In the file, the checksum is written, renamed, copied and deleted with what it guards.
 
 It is computed while the file is written (:class:`StampingWriter` sees every byte once, so
-nothing is read back), locally and to fsspec URLs alike. On load the file is checksummed in a
-thread while ``torch.load`` reads it, and the result is compared before the dictionary is
-returned, so nothing reaches a model or optimizer first. Files without the comment (written
+nothing is read back), locally and to fsspec URLs alike. On load (:func:`load`) it is computed
+from the bytes ``torch.load`` reads, as it reads them (:class:`HashingReader`: ``torch.load``
+reads the file through it, in 4 MiB pieces that are summed while they are still in the
+processor's cache), so the file is read once and nothing is held twice; the result is compared
+before the dictionary is returned, so nothing reaches a model or optimizer first. A load that
+maps the file instead of reading it (``mmap=True``) sums it in a thread beside ``torch.load``
+(:func:`loading`). Files without the comment (written
 before this, or by plain ``torch.save``) load as before; ``fulmen checkpoint inspect`` says they
 carry no checksum.
 
@@ -36,6 +40,8 @@ COMMENT = len(TAG) + 8  # bytes of the comment fulmen writes
 _EOCD = b"PK\x05\x06"
 _EOCD_SIZE = 22  # the record without its comment; its last 2 bytes are the comment's length
 _CHUNK = 64 << 20
+_PIECE = 4 << 20  # bytes read at a time through HashingReader: summed while in the cache
+_GAP = 1 << 20  # a jump forward this short is read and summed at once, a longer one later
 T = TypeVar("T")
 
 
@@ -171,12 +177,6 @@ def _crc_of_file(path: Path, length: int) -> int:
     return value
 
 
-def _crc_of_bytes(data: Any, length: int) -> int:
-    from crc32c import crc32c
-
-    return int(crc32c(memoryview(data)[:length]))
-
-
 def mismatch(path: Path | str, expected: str, actual: str) -> Exception:
     from fulmen.errors import CorruptCheckpointError
 
@@ -207,30 +207,21 @@ def problem(path: Path) -> str | None:
     return None
 
 
-def loading(path: Path | str, load: Callable[[], T], data: Any = None) -> T:
-    """``load()``, with the checksum of the file ``path`` (or of its bytes ``data``, read
-    already) computed alongside in a thread and compared before the result is returned. When
-    ``load`` raises and the bytes do not match, the mismatch is the error (it says why)."""
-    if data is not None:
-        expected = stored(bytes(memoryview(data)[-(COMMENT + _EOCD_SIZE):]), path)
-        length = len(data) - COMMENT - 2
-
-        def compute() -> int:
-            return _crc_of_bytes(data, length)
-    else:
-        path = Path(path)
-        expected = stored_in(path)
-        length = path.stat().st_size - COMMENT - 2 if expected else 0
-
-        def compute() -> int:
-            return _crc_of_file(Path(path), length)
+def loading(path: Path | str, load: Callable[[], T]) -> T:
+    """``load()`` (a ``torch.load`` that maps the file ``path`` rather than reading it), with
+    the checksum of the file computed alongside in a thread and compared before the result is
+    returned. When ``load`` raises and the bytes do not match, the mismatch is the error (it
+    says why)."""
+    path = Path(path)
+    expected = stored_in(path)
     if expected is None:
         return load()
+    length = path.stat().st_size - COMMENT - 2
     found: list[int | BaseException] = []
 
     def run() -> None:
         try:
-            found.append(compute())
+            found.append(_crc_of_file(path, length))
         except BaseException as exc:  # reported by the caller's thread
             found.append(exc)
 
@@ -252,6 +243,129 @@ def loading(path: Path | str, load: Callable[[], T], data: Any = None) -> T:
     return result
 
 
+class HashingReader(io.RawIOBase):
+    """A read-only, seekable view of ``raw`` (a file opened for reading) for ``torch.load``,
+    which computes the CRC-32C of the file's first ``length`` bytes from what ``torch.load``
+    reads through it, while it reads.
+
+    ``torch.load`` reads a zip: its end records first, then every record from the start, in
+    file order, each straight into the tensor's memory (``readinto``). Each read is done in
+    pieces of 4 MiB, each summed right after it lands; bytes ``torch.load`` jumps over (a
+    record's header fields) are read and summed when the jump is short, and whatever was not
+    summed by the end (the zip's central directory, read first) is read by :meth:`finish`. A
+    file read out of order (a torch before 2.1 wrote records out of order) is still summed
+    whole, reading its skipped parts twice.
+    """
+
+    def __init__(self, raw: Any, length: int) -> None:
+        super().__init__()
+        from crc32c import crc32c
+
+        self._update = crc32c
+        self._raw, self._length = raw, length
+        self._crc = 0
+        self._done = 0  # bytes [0, done) are summed
+        self._position = raw.tell()
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        self._position = self._raw.seek(offset, whence)
+        return self._position
+
+    def tell(self) -> int:
+        return self._position
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        start = self._position
+        if self._done < start <= self._done + _GAP:
+            self._catch_up(start)
+            self._raw.seek(start)
+        count = 0
+        while count < len(view):
+            got = self._raw.readinto(view[count:count + _PIECE])
+            if not got:
+                break
+            self._sum(start + count, view[count:count + got])
+            count += got
+        self._position = start + count
+        return count
+
+    def _sum(self, at: int, piece: memoryview) -> None:
+        """Add the bytes of ``piece`` (file offset ``at``) that extend the summed prefix."""
+        end = min(at + len(piece), self._length)
+        if at <= self._done < end:
+            self._crc = self._update(piece[self._done - at:end - at], self._crc)
+            self._done = end
+
+    def _catch_up(self, stop: int) -> None:
+        """Read and sum the bytes from the end of the summed prefix up to ``stop``."""
+        stop = min(stop, self._length)
+        self._raw.seek(self._done)
+        while self._done < stop:
+            piece = self._raw.read(min(_CHUNK, stop - self._done))
+            if not piece:
+                break
+            self._crc = self._update(piece, self._crc)
+            self._done += len(piece)
+
+    def finish(self) -> int:
+        """Sum what ``torch.load`` did not read in order, and return the CRC-32C."""
+        self._catch_up(self._length)
+        if self._done < self._length:
+            raise EOFError(f"the file ended after {self._done} of {self._length} bytes")
+        return int(self._crc)
+
+
+def load(path: Path | str, **torch_load: Any) -> Any:
+    """``torch.load(path, **torch_load)`` for a local file; a stored CRC-32C is computed from
+    the bytes ``torch.load`` reads (:class:`HashingReader`) and compared before the result is
+    returned. With ``mmap=True`` (``torch.load`` maps the file, reading only its pickle) the
+    file is summed in a thread beside it (:func:`loading`)."""
+    import torch
+
+    path = Path(path)
+    if torch_load.get("mmap"):
+        return loading(path, lambda: torch.load(path, **torch_load))
+    if stored_in(path) is None:  # nothing to compare: torch reads the file its own way
+        return torch.load(path, **torch_load)
+    with open(path, "rb", buffering=0) as handle:
+        return load_from(handle, path, **torch_load)
+
+
+def load_from(handle: Any, where: Path | str, **torch_load: Any) -> Any:
+    """``torch.load`` from ``handle`` (a seekable binary file: local, or fsspec's), its stored
+    CRC-32C compared as in :func:`load`. ``where`` names the file in errors."""
+    import torch
+
+    size = handle.seek(0, io.SEEK_END)
+    handle.seek(max(0, size - COMMENT - _EOCD_SIZE))
+    expected = stored(handle.read(), where)
+    handle.seek(0)
+    if expected is None:
+        return torch.load(handle, **torch_load)
+    reader = HashingReader(handle, size - COMMENT - 2)
+    try:
+        result = torch.load(cast("IO[bytes]", reader), **torch_load)
+    except BaseException:
+        try:
+            actual = f"{reader.finish():08x}"
+        except Exception:
+            actual = expected  # the read failed too: the load's own error says more
+        if actual != expected:
+            raise mismatch(where, expected, actual) from None
+        raise
+    actual = f"{reader.finish():08x}"
+    if actual != expected:
+        raise mismatch(where, expected, actual)
+    return result
+
+
 def describe(path: Path) -> dict[str, Any]:
     """What ``fulmen checkpoint inspect`` says about a file's checksum."""
     expected = stored_in(path)
@@ -262,5 +376,5 @@ def describe(path: Path) -> dict[str, Any]:
     return {"crc32c": expected, "note": "CRC-32C stored in the file, compared on every load"}
 
 
-__all__ = ["COMMENT", "TAG", "StampingWriter", "check", "describe", "loading", "mismatch",
-           "problem", "save", "stamp", "stored", "stored_in"]
+__all__ = ["COMMENT", "TAG", "HashingReader", "StampingWriter", "check", "describe", "load",
+           "load_from", "loading", "mismatch", "problem", "save", "stamp", "stored", "stored_in"]

@@ -11,7 +11,6 @@ allows; elsewhere it is a copy committed last). A failed save removes its tempor
 from __future__ import annotations
 
 import contextlib
-import io
 from typing import Any
 
 from fulmen.errors import ConfigurationError
@@ -55,22 +54,18 @@ def sweep(fs: Any, folder: str) -> None:
 
 
 def load(url: str, map_location: Any = None, weights_only: bool = True) -> Any:
-    """The checkpoint at ``url``, read whole and loaded like a local file."""
+    """The checkpoint at ``url``, loaded as ``torch.load`` reads it (once, summed as it goes)."""
     import pickle
-
-    import torch
 
     from fulmen.checkpoint import filesum, safety
 
     fs, path = filesystem(url, what="checkpoint")
     if not fs.exists(path):
         raise ConfigurationError(f"checkpoint {url!r} does not exist")
-    with fs.open(path, "rb") as handle:
-        data = handle.read()
     try:
-        return filesum.loading(url, lambda: torch.load(
-            io.BytesIO(data), map_location=map_location or "cpu", weights_only=weights_only),
-            data=data)
+        with fs.open(path, "rb") as handle:  # read once, as torch.load reads it, and summed
+            return filesum.load_from(handle, url, map_location=map_location or "cpu",
+                                     weights_only=weights_only)
     except safety.CorruptCheckpointError:
         raise
     except pickle.UnpicklingError as exc:

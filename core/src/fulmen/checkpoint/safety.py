@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fulmen.errors import ConfigurationError, CorruptCheckpointError, UnsafeCheckpointError
+from fulmen.utilities.rank_zero import WarningCache
 
 TRUST_HINT = (" If you trust the file, load it with weights_only=False (for example "
               "trainer.fit(model, ckpt_path=..., weights_only=False)).")
@@ -26,7 +27,29 @@ _FORCE = "TORCH_FORCE_WEIGHTS_ONLY_LOAD"
 _FORCE_NOT = "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"
 _GLOBAL = re.compile(r"GLOBAL ([\w.]+)")
 ZIP_MAGIC = b"PK\x03\x04"
+_OPT_OUT = WarningCache()
 PICKLE_MAGIC = b"\x80"
+
+
+_TRUE = ("1", "y", "yes", "true")
+
+
+def resolve_weights_only(weights_only: bool | None) -> bool:
+    """Whether a load is restricted to weights, by torch's rules, as Lightning leaves it to
+    ``torch.load``: the user's ``True``/``False`` when given; else (None) True, unless
+    ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` is set (the user's opt-out of safe loading); and
+    ``TORCH_FORCE_WEIGHTS_ONLY_LOAD`` makes every load safe."""
+    if os.environ.get(_FORCE, "0").lower() in _TRUE:
+        return True
+    if weights_only is not None:
+        return bool(weights_only)
+    if os.environ.get(_FORCE_NOT, "0").lower() in _TRUE:
+        _OPT_OUT.warn(f"{_FORCE_NOT} is set and weights_only was not given: checkpoints are "
+                      "loaded with weights_only=False (full unpickling, which can run code "
+                      "from the file), as torch.load does. Unset it to load safely.",
+                      category=UserWarning)
+        return False
+    return True
 
 
 def load_file(path: str | os.PathLike[str], *, allow: Sequence[Any] = (),

@@ -47,15 +47,17 @@ def save(strategy: Strategy, checkpoint: dict[str, Any], path: Any) -> None:
         strategy.checkpoint_io.save_checkpoint(checkpoint, path)
 
 
-def load(strategy: Strategy, path: Any, weights_only: bool = True) -> dict[str, Any]:
+def load(strategy: Strategy, path: Any, weights_only: bool | None = None) -> dict[str, Any]:
     """Read any fulmen checkpoint for ``strategy``: a file (through ``checkpoint_io``), a
     canonical DCP directory from any strategy and world size (into ``checkpoint_template()``
     when the strategy returns one), a directory in a registered layout that the layout can load
     into ``strategy``, a plain ``torch.save`` file or a Lightning 2.x checkpoint. Nothing in it
-    runs unless ``weights_only`` is False. The result holds this rank's random states and its
-    place in the epoch."""
-    from fulmen.checkpoint import reading, remote, rng
+    runs unless ``weights_only`` is False (None: torch's rule, see
+    :func:`~fulmen.checkpoint.safety.resolve_weights_only`). The result holds this rank's random
+    states and its place in the epoch."""
+    from fulmen.checkpoint import reading, remote, rng, safety
 
+    weights_only = safety.resolve_weights_only(weights_only)
     if not canonical.is_directory(path):
         content = strategy.checkpoint_io.load_checkpoint(path, map_location="cpu",
                                                          weights_only=weights_only)

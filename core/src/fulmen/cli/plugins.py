@@ -1,6 +1,7 @@
 """``fulmen plugins [--json] [--detect] [--check [NAME...]]``: every plugin with its distribution
-and status, every registered name per kind, what each detector answers here (``--detect``), and
-the conformance kit (``--check``, :mod:`fulmen.testing`)."""
+and status (``BROKEN`` when a record's target module does not exist, found without importing
+any plugin's code), every registered name per kind, what each detector answers here
+(``--detect``), and the conformance kit (``--check``, :mod:`fulmen.testing`)."""
 
 from __future__ import annotations
 
@@ -47,9 +48,14 @@ def _plugins(as_json: bool, detect: bool) -> int:
     try:
         catalog = manager.catalog()
         for kind in KINDS:
-            names[kind] = [{**e.record.facts(), "plugin": e.plugin.name,
-                            "missing": list(e.record.missing())}
-                           for e in catalog.entries(kind)]
+            for e in catalog.entries(kind):
+                problem = e.missing_target()  # found without importing any plugin's code
+                lacking = []
+                if problem is not None and problem.is_missing_dependency:
+                    lacking, problem = [problem.module.split(".")[0]], None
+                names[kind].append({**e.record.facts(), "plugin": e.plugin.name,
+                                    "missing": [*e.record.missing(), *lacking],
+                                    "broken": problem.sentence() if problem else None})
     except FulmenError as exc:
         errors.append(str(exc))
     plugins = [{"name": i.name, "value": i.value, "distribution": i.distribution,
@@ -93,12 +99,19 @@ def _print(report: dict[str, Any]) -> None:
     print(f"Plugins (entry-point group 'fulmen.plugins'): {len(rows)}")
     width = max([len(r["name"]) for r in rows] + [4])
     needs: dict[str, set[str]] = {}
-    for entries in report["names"].values():
+    broken: dict[str, list[str]] = {}  # plugin -> why each of its broken records is
+    for kind, entries in report["names"].items():
         for e in entries:
             needs.setdefault(e["plugin"], set()).update(e["missing"])
+            if e["broken"]:
+                broken.setdefault(e["plugin"], []).append(
+                    f"{kind} {e['name']!r}: its target {e['target']!r} cannot be imported: "
+                    f"{e['broken']}")
     for r in rows:
         origin = f"{r['distribution']} {r['version']}" if r["distribution"] else "runtime"
         status = r["status"] + (f": {r['reason']}" if r["reason"] else "")
+        if broken.get(r["name"]):
+            status = "BROKEN: " + "; ".join(broken[r["name"]])
         if needs.get(r["name"]):
             status += f", but needs {', '.join(sorted(needs[r['name']]))} (not installed)"
         print(f"  {r['name']:<{width}}  {origin:<28} {status}")
@@ -110,6 +123,7 @@ def _print(report: dict[str, Any]) -> None:
             aka = e["aliases"] + [f"{a} (deprecated)" for a in e["deprecated_aliases"]]
             alias = f" [also: {', '.join(aka)}]" if aka else ""
             lacks = f"  [needs {', '.join(e['missing'])} (not installed)]" if e["missing"] else ""
+            lacks += f"  [BROKEN: {e['broken']}]" if e["broken"] else ""
             print(f"  {e['name']:<{nwidth}}  {e['description']}{alias}  ({e['plugin']}){lacks}")
     detect = report.get("detect")
     if detect:

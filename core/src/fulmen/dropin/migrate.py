@@ -125,6 +125,9 @@ def resolve(lightning_module: str, name: str) -> tuple[str, str] | None:
     for source in module_map.sources:
         if name in names.exports(importlib.import_module(source)):
             return source, name
+    if name in module_map.shared:
+        module, _, attr = names.SHARED[name].partition(":")
+        return module, attr
     return None
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fulmen.errors import ConfigurationError, FulmenError, PluginError, format_choices
+from fulmen.kernel import targets
 from fulmen.kernel.kinds import KINDS, PLURAL
 from fulmen.kernel.known_plugins import KNOWN
 from fulmen.kernel.plugin_info import ACTIVE, DISABLED, PluginInfo
@@ -29,23 +30,27 @@ class Entry:
         return str(self.record.name)
 
     def load(self) -> type:
-        """The record's target class; a target that cannot be imported is a ``PluginError``
-        naming the plugin (entry point) and distribution that registered the name, and what
-        to do."""
-        try:
-            return self.record.load()
-        except PluginError as exc:
-            cause = exc.__cause__ if exc.__cause__ is not None else exc
-            dist = self.plugin.distribution
-            reinstall = (f"reinstall or upgrade {dist} (pip install --force-reinstall {dist}); "
-                         if dist else "")
-            raise PluginError(
-                f"{self.record.kind}={self.name!r} is registered by {self.plugin.describe()}, "
-                f"but its target {self.record.target_path!r} cannot be imported "
-                f"({type(cause).__name__}: {cause}). A dependency of the plugin is probably "
-                f"missing or broken: {reinstall}or disable the plugin with "
-                f"FULMEN_DISABLE_PLUGINS={self.plugin.name} and choose another "
-                f"{self.record.kind}.") from cause
+        """The record's target class. One that cannot be imported is an error naming the name,
+        the plugin (entry point) and distribution that registered it, which of the cases of
+        :mod:`fulmen.kernel.targets` it is, and what to do (a ``PluginError``)."""
+        cls, problem = targets.load(self.record.target, self.plugin)
+        if problem is None:
+            assert cls is not None
+            return cls
+        raised = f" ({problem.error})" if problem.error else ""
+        raise PluginError(
+            f"{self.record.kind}={self.name!r} is registered by {self.plugin.describe()}, but "
+            f"its target {self.record.target_path!r} cannot be imported{raised}: "
+            f"{problem.sentence(install=False)}. {problem.way_out(self.plugin, self.record.kind)}")
+
+    def problem(self) -> targets.TargetProblem | None:
+        """Why the record's target cannot be imported, or None (this imports it)."""
+        return targets.load(self.record.target, self.plugin)[1]
+
+    def missing_target(self) -> targets.TargetProblem | None:
+        """The record's target module does not exist (found without importing any plugin's
+        code, for listings), or None."""
+        return targets.find_missing_module(self.record.target, self.plugin)
 
     def create(self, **overrides: Any) -> Any:
         """The record's target constructed (:meth:`Spec.create`), import errors as in
@@ -59,8 +64,17 @@ class Catalog:
     """Registered names per kind. A name or alias given by two plugins is a ``PluginError``."""
 
     def __init__(self, records: Mapping[str, Iterable[tuple[PluginInfo, Spec]]],
-                 plugins: Mapping[str, PluginInfo]) -> None:
+                 plugins: Mapping[str, PluginInfo],
+                 withheld: Mapping[str, Iterable[tuple[PluginInfo, Spec]]] | None = None
+                 ) -> None:
+        """``records``: per kind, the records of the active plugins; ``withheld``: those a
+        plugin yielded before it failed (left out, but named in errors)."""
         self.plugins = plugins
+        self._withheld: dict[str, dict[str, PluginInfo]] = {k: {} for k in KINDS}
+        for kind, pairs in (withheld or {}).items():
+            for info, record in pairs:
+                for name in record.names:
+                    self._withheld[kind].setdefault(name, info)
         self._entries: dict[str, list[Entry]] = {k: [] for k in KINDS}
         self._index: dict[str, dict[str, Entry]] = {k: {} for k in KINDS}
         clashes: list[str] = []
@@ -144,84 +158,110 @@ class Catalog:
 
     def unavailable(self, kind: str, given: object, argument: str | None = None
                     ) -> FulmenError | None:
-        """Why a known name is missing: its plugin is disabled, failed, or not installed."""
+        """Why a name known to belong to a plugin is missing: that plugin failed (its records
+        are left out) or is disabled, or its distribution is not installed."""
         label = f"{argument or kind}={given!r}"
-        provider = KNOWN.get(kind, {}).get(str(given).strip().lower())
+        key = str(given).strip().lower()
+        choices = f"{PLURAL[kind]}: {format_choices(self.names(kind))}."
+        failed = self._withheld.get(kind, {}).get(key)
+        if failed is not None:
+            return PluginError(
+                f"{label}: the {kind} is registered by {failed.describe()}, but that plugin "
+                f"failed, so its records are left out: {failed.reason}. To use it, "
+                f"{failed.how_to_enable()}. Available {choices}")
+        provider = KNOWN.get(kind, {}).get(key)
         info = self.plugins.get(provider.entry_point) if provider else None
         if info is None and isinstance(given, str):
-            info = self.plugins.get(given.strip().lower())
+            info = self.plugins.get(key)
             info = info if info is not None and info.status != ACTIVE else None
-        likely = self._likely_provider(given) if info is None and provider is None else None
-        if likely is not None:
-            state = ("disabled" if likely.status == DISABLED else "failed") + f" ({likely.reason})"
-            return (ConfigurationError if likely.status == DISABLED else PluginError)(
-                f"{label}: no active plugin registers this {kind}. {likely.describe()}, which "
-                f"is {state}, probably provides it (its name contains {str(given)!r}). To use "
-                f"it, {likely.how_to_enable()}; or choose one of: "
-                f"{format_choices(self.names(kind))}."
-            )
+        if info is None and provider is None:
+            related = [i for i in self.not_loaded(given) if related_to(given, i)]
+            info = related[0] if len(related) == 1 else None
+            if info is not None:
+                return (ConfigurationError if info.status == DISABLED else PluginError)(
+                    f"{label}: no active plugin registers this {kind}. It probably comes from "
+                    f"{info.describe()}, whose name relates to {str(given)!r} (a plugin's "
+                    f"names are known only once it loads), which {info.state()}. To use it, "
+                    f"{info.how_to_enable()}. Available {choices}")
         if info is not None and info.status == DISABLED:
             return ConfigurationError(
                 f"{label}: the {kind} is provided by {info.describe()}, which is "
                 f"{info.reason}. To use it, {info.how_to_enable()}; or choose one of: "
-                f"{format_choices(self.names(kind))}."
-            )
+                f"{format_choices(self.names(kind))}.")
         if info is not None and info.status != ACTIVE:
             return PluginError(
                 f"{label}: the {kind} is provided by {info.describe()}, which failed: "
-                f"{info.reason}. Available {PLURAL[kind]}: {format_choices(self.names(kind))}."
-            )
+                f"{info.reason}. To use it, {info.how_to_enable()}. Available {choices}")
         if provider is not None and info is None:
             return ConfigurationError(
                 f"{label}: no installed plugin registers this {kind}; it comes with the "
                 f"{provider.distribution!r} distribution ({provider.install}). "
-                f"Available {PLURAL[kind]}: {format_choices(self.names(kind))}."
-            )
+                f"Available {choices}")
         return None
 
-    def _likely_provider(self, given: object) -> PluginInfo | None:
-        """The one plugin not loaded whose entry-point or distribution name contains ``given``
-        (``'acme'`` → ``acme_cluster`` from ``fulmen-acme``): its names are unknown, since a
-        plugin that is not loaded is never imported, so this is a hint for the error only."""
-        def norm(text: str) -> str:
-            return re.sub(r"[-_.]+", "_", text.strip().lower())
+    def not_loaded(self, given: object = None) -> list[PluginInfo]:
+        """Every plugin that failed or is disabled, those whose name relates to ``given``
+        (:func:`related_to`) first."""
+        infos = [i for i in self.plugins.values() if i.status != ACTIVE]
+        return sorted(infos, key=lambda i: not related_to(given, i))
 
-        if not isinstance(given, str) or len(given.strip()) < 3:
-            return None
-        wanted = norm(given)
-        found = [i for i in self.plugins.values() if i.status != ACTIVE
-                 and (wanted in norm(i.name) or wanted in norm(i.distribution or ""))]
-        return found[0] if len(found) == 1 else None
+    def withheld_by(self, given: object) -> PluginInfo | None:
+        """The failed plugin that yielded a record of this name or alias (of any kind)."""
+        key = str(given).strip().lower()
+        return next((names[key] for names in self._withheld.values() if key in names), None)
 
     def unknown(self, kind: str, given: object, argument: str | None = None) -> FulmenError:
-        """The error for a name no active plugin registers."""
+        """The error for a name no active plugin registers: what exists, and every plugin
+        that failed or is disabled (it might provide the name) with its cause and way out."""
         why = self.unavailable(kind, given, argument)
         if why is not None:
             return why
-        note = self.not_loaded_note()
-        return ConfigurationError(
+        first = next(iter(self.not_loaded(given)), None)
+        error = PluginError if first is not None and related_to(given, first) and \
+            first.status != DISABLED else ConfigurationError
+        return error(
             f"{argument or kind}={given!r} is not a registered {kind} name."
             f"{self.suggest(kind, given)} Available {PLURAL[kind]}: "
-            f"{format_choices(self.names(kind))}.{note}"
+            f"{format_choices(self.names(kind))}.{self.not_loaded_note(given)}"
         )
 
-    def not_loaded_note(self) -> str:
-        """Which plugins are not loaded (and so might provide a name asked for) and how to load
-        them; a disabled plugin's names are unknown, since it is never imported."""
-        groups: dict[str, list[str]] = {}
-        for info in self.plugins.values():
-            if info.status == DISABLED and info.reason.startswith("disabled by"):
-                groups.setdefault("Disabled plugins, which might provide it (remove one from "
-                                  "FULMEN_DISABLE_PLUGINS to load it)", []).append(info.name)
-            elif info.status == DISABLED:
-                groups.setdefault("Plugins not loaded under FULMEN_PLUGIN_AUTOLOAD=0, which might "
-                                  "provide it (add one to FULMEN_PLUGINS to load it)",
-                                  []).append(info.name)
-            elif info.status != ACTIVE:
-                groups.setdefault("Plugins that failed to load", []).append(
-                    f"{info.name} ({info.origin})")
-        return "".join(f" {what}: {', '.join(names)}." for what, names in groups.items())
+    def not_loaded_note(self, given: object = None) -> str:
+        """Every plugin that is not loaded (a disabled or failed plugin's names are unknown,
+        so it might provide ``given``), each with its distribution, cause and way out; those
+        whose name relates to ``given`` first. Empty when every plugin is loaded."""
+        infos = self.not_loaded(given)
+        if not infos:
+            return ""
+        lines = []
+        for info in infos:
+            near = (f" (its name relates to {str(given)!r})"
+                    if given is not None and related_to(given, info) else "")
+            lines.append(f"{info.explain()}{near}")
+        return ("\nThe names of plugins that are not loaded are unknown, and one of them might "
+                "provide it:\n  * " + "\n  * ".join(lines))
 
     def matching(self, kind: str, keep: Callable[[Any], bool]) -> list[str]:
         """Canonical names of ``kind`` whose record passes ``keep``."""
         return [e.name for e in self._entries[kind] if keep(e.record)]
+
+
+_GENERIC = {"fulmen", "plugin", "plugins", "lightning", "pytorch", "torch"}
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.split(r"[^a-z0-9]+", text.lower()) if len(w) >= 3} - _GENERIC
+
+
+def related_to(given: object, info: PluginInfo) -> bool:
+    """Whether a name asked for may belong to ``info`` by its names: one of its entry-point or
+    distribution name contains the other (``'acme'`` and ``acme_cluster``), or they share a
+    word of three letters or more (``ddp_acme`` and ``fulmen-acme``)."""
+    if not isinstance(given, str) or len(given.strip()) < 3:
+        return False
+    wanted = re.sub(r"[-_.]+", "_", given.strip().lower())
+    for name in (info.name, info.distribution or ""):
+        own = re.sub(r"[-_.]+", "_", name.lower())
+        if own and (wanted in own or (len(own) >= 3 and own in wanted)
+                    or _words(wanted) & _words(own)):
+            return True
+    return False

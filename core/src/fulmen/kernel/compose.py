@@ -100,7 +100,7 @@ class _Composer:
                     f"plugins=[{item!r}]: no active plugin registers an environment, a precision "
                     f"or a stop notice named {item!r}."
                     + next((h for k in by_name if (h := self.catalog.suggest(k, item))), "")
-                    + self.registered_for_plugins() + self.catalog.not_loaded_note()
+                    + self.registered_for_plugins() + self.catalog.not_loaded_note(item)
                 )
             elif role is None:
                 self.fail(

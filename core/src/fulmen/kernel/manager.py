@@ -325,6 +325,8 @@ class PluginManager(pluggy.PluginManager):
                 {k: [(self.plugins[p], r) for p, r in v if p not in failed]
                  for k, v in records.items()},
                 self.plugins,
+                {k: [(self.plugins[p], r) for p, r in v if p in failed]
+                 for k, v in records.items()},
             )
         return self._catalog
 

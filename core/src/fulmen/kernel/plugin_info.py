@@ -34,6 +34,25 @@ class PluginInfo:
     def version(self) -> str | None:
         return self.dist.version if self.dist is not None else None
 
+    @functools.cached_property
+    def own_modules(self) -> frozenset[str]:
+        """The top-level modules the plugin's distribution installs (its ``top_level.txt`` and
+        the files it recorded), and the top-level module of its entry point: a missing module
+        among them is the plugin's own, not a third-party library."""
+        names = {self.value.partition(":")[0].split(".")[0]}
+        if self.dist is None:
+            return frozenset(names)
+        names.update((self.dist.read_text("top_level.txt") or "").split())
+        for file in self.dist.files or ():
+            top = file.parts[0] if file.parts else ""
+            if top in ("..", "__pycache__") or top.endswith((".dist-info", ".egg-info",
+                                                             ".data", ".pth")):
+                continue
+            stem = top.split(".")[0] if len(file.parts) == 1 else top
+            if stem.isidentifier():
+                names.add(stem)
+        return frozenset(names)
+
     @property
     def origin(self) -> str:
         """``"fulmen-strategies 0.1.0"``, or how the plugin got here when no distribution has it."""
@@ -54,7 +73,28 @@ class PluginInfo:
         if self.status == ACTIVE:
             return ""
         if self.status == FAILED:
-            return f"fix or reinstall {self.distribution or 'it'}"
+            dist = self.distribution
+            fix = f"fix or reinstall {dist} (pip install --force-reinstall {dist})" if dist \
+                else "fix it"
+            return (f"{fix}; `fulmen plugins --check {self.name}` shows where it fails, and "
+                    f"FULMEN_DISABLE_PLUGINS={self.name} leaves it out without a warning")
         if self.reason.startswith("disabled by"):
             return f"remove {self.name!r} from FULMEN_DISABLE_PLUGINS"
         return f"add {self.name!r} to FULMEN_PLUGINS (or unset FULMEN_PLUGIN_AUTOLOAD=0)"
+
+    def state(self) -> str:
+        """``"failed: <why>"``, ``"is disabled by FULMEN_DISABLE_PLUGINS"``, ``"is not loaded:
+        <why>"`` or ``"is active"``: what follows the plugin in a sentence."""
+        if self.status == ACTIVE:
+            return "is active"
+        if self.status == FAILED:
+            return f"failed: {self.reason}"
+        return f"is {self.reason}" if self.reason.startswith("disabled by") else \
+            f"is not loaded: {self.reason}"
+
+    def explain(self) -> str:
+        """``"plugin 'acme' (fulmen-acme 1.0) failed: <why>; to use it, <what to do>"``: the
+        plugin, its distribution, why it is not loaded and the way out."""
+        if self.status == ACTIVE:
+            return f"{self.describe()} is active"
+        return f"{self.describe()} {self.state()}; to use it, {self.how_to_enable()}"

@@ -10,15 +10,16 @@ imported only when such a logger is constructed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fulmen.api.logger import Logger
 from fulmen.errors import ConfigurationError
 from fulmen.loggers.csv import CSVLogger
+from fulmen.loggers.dummy import DummyLogger
 
-__all__ = ["CSVLogger", "CometLogger", "Logger", "MLFlowLogger", "TensorBoardLogger",
-           "WandbLogger", "resolve_loggers"]
+__all__ = ["CSVLogger", "CometLogger", "DummyLogger", "Logger", "MLFlowLogger",
+           "TensorBoardLogger", "WandbLogger", "resolve_loggers"]
 
 #: Lightning's class names of the trackers -> the registered logger name that provides them
 TRACKER_CLASSES = {"TensorBoardLogger": "tensorboard", "WandbLogger": "wandb",
@@ -51,12 +52,14 @@ def tensorboard_available() -> bool:
 def resolve_loggers(logger: Any, root: str, argument: str = "logger") -> list[Logger]:
     """``True``: TensorBoard when installed, else CSV; ``False``/``None``: none; else a registered
     name, a ``Logger``, a ``{"class_path": ..., "init_args": ...}`` mapping (``class_path``: a
-    registered name or ``package.module.Class``), or a list of them."""
+    registered name or ``package.module.Class``), or any iterable of them (as Lightning)."""
     if logger is True:
         return default_loggers(root, argument)
     if logger in (False, None):
         return []
-    items = list(logger) if isinstance(logger, list | tuple) else [logger]
+    # one logger, or any iterable of them (a list, a tuple, a generator, Hydra's ListConfig)
+    items = [logger] if isinstance(logger, Logger | str | bytes | Mapping) or \
+        not isinstance(logger, Iterable) else list(logger)
     out: list[Logger] = []
     for item in items:
         if isinstance(item, Logger):

@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from fulmen import storage
-from fulmen.api.logger import RunRecord
+from fulmen.api.logger import RunRecord, rank_zero_experiment
 from fulmen.loggers.base import VersionedDir, VersionedLogger
 from fulmen.loggers.utils import flatten
 
@@ -35,6 +35,17 @@ class CSVLogger(VersionedLogger):
     @property
     def metrics_file_path(self) -> str:
         return storage.join(self.log_dir, "metrics.csv")
+
+    @property
+    @rank_zero_experiment
+    def experiment(self) -> ExperimentWriter:
+        """Lightning's ``ExperimentWriter`` for this logger (its folder is created on first
+        use): ``log_metrics(metrics_dict, step=None)``, ``log_hparams(params)``, ``save()``,
+        ``metrics`` (the rows not yet written), ``metrics_keys``, ``hparams``, ``log_dir``,
+        ``metrics_file_path``. It writes through this logger, to the same files. On ranks other
+        than zero, a no-op object (Lightning's ``DummyExperiment``)."""
+        storage.makedirs(self.log_dir)
+        return ExperimentWriter(self)
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         if self._prefix:
@@ -102,6 +113,62 @@ class CSVLogger(VersionedLogger):
             with storage.open_file(path, "r") as handle:
                 params = flatten(yaml.safe_load(handle) or {})
         return RunRecord(metrics, params)
+
+
+class ExperimentWriter:
+    """``CSVLogger.experiment``: Lightning's ``ExperimentWriter`` API over a :class:`CSVLogger`
+    (the same buffer and files; fulmen's one row per step applies)."""
+
+    NAME_METRICS_FILE = "metrics.csv"
+    NAME_HPARAMS_FILE = "hparams.yaml"
+
+    def __init__(self, logger: CSVLogger) -> None:
+        self.logger = logger
+
+    @property
+    def log_dir(self) -> str:
+        return self.logger.log_dir
+
+    @property
+    def metrics_file_path(self) -> str:
+        return self.logger.metrics_file_path
+
+    @property
+    def metrics(self) -> list[dict[str, Any]]:
+        """The rows recorded and not yet written to ``metrics.csv``."""
+        return self.logger._rows
+
+    @property
+    def metrics_keys(self) -> list[str]:
+        """The columns of ``metrics.csv`` so far."""
+        return self.logger._columns
+
+    @property
+    def hparams(self) -> dict[str, Any]:
+        return self.logger.hparams
+
+    def log_metrics(self, metrics_dict: dict[str, Any], step: int | None = None) -> None:
+        """Record one row (tensors as numbers; ``step`` None: the number of rows pending, as
+        Lightning); written at :meth:`save`. No prefix, no flush (as Lightning's writer)."""
+        import torch
+
+        if step is None:
+            step = len(self.metrics)
+        row = {k: v.item() if isinstance(v, torch.Tensor) else v
+               for k, v in metrics_dict.items()}
+        rows = self.logger._rows
+        if rows and rows[-1]["step"] == step:
+            rows[-1].update(row)
+        else:
+            rows.append({"step": step, **row})
+
+    def log_hparams(self, params: dict[str, Any]) -> None:
+        """Add ``params`` to the hyper-parameters and rewrite ``hparams.yaml``."""
+        self.logger.log_hyperparams(params)
+
+    def save(self) -> None:
+        """Write the pending rows to ``metrics.csv``."""
+        self.logger.save()
 
 
 def _plain(value: Any) -> Any:

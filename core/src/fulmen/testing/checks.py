@@ -21,6 +21,7 @@ import torch
 import fulmen
 from fulmen.api.logger import Logger
 from fulmen.api.notice import PreemptionNotice
+from fulmen.kernel import targets
 from fulmen.testing import models
 from fulmen.testing.clauses import PASS, SKIP, clauses_for
 from fulmen.testing.logger_checks import check_logger
@@ -70,24 +71,50 @@ def plugin_roots(obj: Any) -> tuple[str, ...]:
     return tuple(roots[:1])
 
 
-def record_for(kind: str, name: str) -> Any:
+def entry_for(kind: str, name: str) -> Any:
     entry = fulmen.get_plugin_manager().catalog().find(kind, name)
     if entry is None:
         raise Skip(f"no active plugin registers the {kind} {name!r}")
-    return entry.record
+    return entry
+
+
+def importable(entry: Any) -> None:
+    """Skip when a third-party library the record's target needs is missing here (naming it,
+    and how to install it where the record or the distribution says); fail when the target
+    itself does not exist or raises on import (naming the target, the plugin and its
+    distribution, at the last line of the plugin's own code on the way)."""
+    record = entry.record
+    missing = record.missing()
+    if missing:  # the record names what it needs and it is not installed here
+        how = f"; install it with: {record.install}" if record.install else ""
+        raise Skip(f"needs {', '.join(missing)}, which is not installed here (the record's "
+                   f"requires){how}")
+    problem = entry.problem()
+    if problem is not None:
+        raise_for(problem, entry)
+
+
+def raise_for(problem: Any, entry: Any) -> None:
+    """The verdict for a target that cannot be imported (:mod:`fulmen.kernel.targets`)."""
+    what = (f"{entry.record.kind} {entry.name!r} of {entry.plugin.describe()}: its target "
+            f"{entry.record.target_path!r} cannot be imported: {problem.sentence()}")
+    if problem.is_missing_dependency:
+        raise Skip(what)
+    hint = ("the record's target names a module or class the plugin does not have: correct "
+            "the 'package.module:Class' string the record yields, or add what it names"
+            if problem.case == targets.TARGET else
+            "importing the target module raises: fix the plugin's code at the location given")
+    raise Broken(what, hint, problem.where)
 
 
 def load(kind: str, name: str) -> Any:
     """Construct ``name`` from its record; a missing third-party dependency is a skip."""
-    record = record_for(kind, name)
-    if record.missing():  # the record names what it needs and it is not installed here
-        raise Skip(f"a dependency is not installed here: needs {', '.join(record.missing())}")
+    entry = entry_for(kind, name)
+    importable(entry)
     try:
-        instance = record.create()
-    except Exception as exc:
-        cause = exc if isinstance(exc, ImportError) else exc.__cause__
-        if isinstance(cause, ImportError):
-            raise Skip(f"a dependency is not installed here: {exc}") from exc
+        instance = entry.record.create()
+    except ModuleNotFoundError as exc:  # the constructor imported what is missing
+        raise_for(targets.from_error(exc, entry.record.target_path, entry.plugin), entry)
         raise
     assert isinstance(instance, BASES[kind]), (
         f"{kind} {name!r} constructs a {type(instance).__name__}, which does not subclass "
@@ -161,11 +188,20 @@ def check_plugin(name: str, rec: Recorder) -> None:
                     loaded = getattr(loaded, part)
         except (Exception, SystemExit) as exc:
             where = locate(exc, rec.roots)
-            hint = (f"importing {info.value!r} fails in the plugin's own code at {where}"
-                    if where and rec.roots and where.startswith(rec.roots[0]) else
-                    f"importing {info.value!r} fails before any of the plugin's code runs: a "
-                    "dependency is missing or the entry point names a module or attribute "
-                    "that does not exist")
+            problem = targets.from_error(exc, info.value, info)
+            if problem.case == targets.TARGET:
+                hint = (f"the entry point {info.value!r} names what the plugin does not have "
+                        f"({problem.detail}): correct it in the distribution's entry points "
+                        "(group 'fulmen.plugins')")
+            elif problem.is_missing_dependency:
+                hint = (f"{problem.sentence()}. A plugin's hook module must import without "
+                        "the libraries its targets need: import them in the target modules, "
+                        "and name them in the records' requires=[...]")
+            elif where and rec.roots and where.startswith(rec.roots[0]):
+                hint = f"importing {info.value!r} fails in the plugin's own code at {where}"
+            else:
+                hint = (f"importing {info.value!r} fails before any of the plugin's code runs: "
+                        "look at the error")
             raise Broken(f"plugin {name!r} failed to load: {describe(exc, rec.roots)}", hint,
                          where) from exc
         raise Broken(f"plugin {name!r} failed to load: {info.reason}",
@@ -245,7 +281,7 @@ def check_accelerator(name: str, acc: Any, rec: Recorder, folder: Path) -> dict[
 
 
 def check_precision(name: str, precision: Any, rec: Recorder, folder: Path) -> dict[str, Any]:
-    record = record_for("precision", name)
+    record = entry_for("precision", name).record
     state: dict[str, Any] = {}
 
     def forward_backward() -> None:
@@ -468,7 +504,7 @@ def trainer_args(folder: Path, **extra: Any) -> dict[str, Any]:
 
 
 def check_strategy(name: str, strategy: Any, rec: Recorder, folder: Path) -> dict[str, Any]:
-    record = record_for("strategy", name)
+    record = entry_for("strategy", name).record
     state: dict[str, Any] = {}
     folder.mkdir(parents=True, exist_ok=True)
     environ = dict(os.environ)
@@ -604,9 +640,12 @@ def layout(name: str) -> dict[str, Any]:
     if entry is None:
         return {"processes": 0, "why": f"no active plugin registers {name!r}"}
     out: dict[str, Any] = {"group": entry.record.target_path}
-    if entry.record.missing():
-        return {"processes": 0, "why": "a dependency is not installed here: needs "
-                f"{', '.join(entry.record.missing())}", **out}
+    try:
+        importable(entry)
+    except Skip as exc:
+        return {"processes": 0, "why": str(exc), **out}
+    except Broken:
+        return {"processes": 0, "why": "not run: plugin.loads failed", **out}
     try:
         out["accelerator"] = accelerator = usable_accelerator(tuple(entry.record.accelerators))
         trainer = fulmen.Trainer(accelerator=accelerator, devices=2, strategy=name,
@@ -614,11 +653,13 @@ def layout(name: str) -> dict[str, Any]:
     except Skip as exc:
         return {"processes": 0, "why": str(exc)}
     except Exception as exc:
-        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        why = " ".join(str(exc).split()) or type(exc).__name__  # whole: the cause is in it
         if "accelerator" not in out:
             raise
-        if isinstance(exc.__cause__, ImportError):  # as in load(): a missing dependency
-            return {"processes": 0, "why": f"a dependency is not installed here: {why}", **out}
+        if isinstance(exc, ModuleNotFoundError):  # as in load(): the constructor imports it
+            problem = targets.from_error(exc, entry.record.target_path, entry.plugin)
+            if problem.is_missing_dependency:
+                return {"processes": 0, "why": problem.sentence(), **out}
         limit = entry.record.max_devices
         if isinstance(exc, fulmen.ConfigurationError) and limit is not None and limit < 2:
             return {"processes": 0, "why": f"its record allows {limit} device: {why}", **out}

@@ -110,11 +110,11 @@ def locate(exc: BaseException, roots: Sequence[str] = ()) -> str:
 
 
 def describe(exc: BaseException, roots: Sequence[str] = ()) -> str:
-    """``Type: message (at file:line)``, located in the plugin's code where it has a frame."""
+    """``Type: message (at file:line)``, the whole message, located in the plugin's code where
+    it has a frame."""
     where = locate(exc, roots)
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}" + (f" (at {where})" if where
-                                                                  else "")
+    text = str(exc).strip()  # whole: a message's later lines often hold the cause
+    return f"{type(exc).__name__}: {text}" + (f" (at {where})" if where else "")
 
 
 def exception_hint(exc: BaseException, where: str, roots: Sequence[str] = ()) -> str:

@@ -17,11 +17,11 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from fulmen.errors import ConfigurationError, format_choices
+from fulmen.errors import ConfigurationError, did_you_mean, format_choices
 from fulmen.testing.clauses import FAIL, PASS, SKIP, Result, clauses_for
 from fulmen.testing.ranks import crash_hint, hint_for, read_ranks, stopped
 from fulmen.testing.record import read
@@ -43,6 +43,7 @@ class Target:
     distribution: str
     group: str  # the record's target: names that share it differ only in constructor arguments
     state: str = ""  # for kind "plugin": "failed" or "disabled" (a plugin with no names here)
+    asked: str = ""  # for kind "plugin": the unknown name asked for that it might provide
 
 
 @dataclass(frozen=True)
@@ -109,16 +110,36 @@ def select_targets(names: Sequence[str] | None = None) -> list[Target]:
             if entry is not None:
                 hits += [t for t in every if (t.kind, t.name) == (kind, entry.name)]
         hits += [t for name, t in inactive.items() if name.lower() == key]
+        if not hits:  # a plugin that is not loaded may provide it: check it, as if named
+            hits = [replace(inactive[name], asked=str(given))
+                    for name in suspects(manager, given) if name in inactive]
         if not hits:
             plugins = sorted({t.plugin for t in every} | set(inactive))
             known = sorted({t.name for t in every})
+            hint = (" Name one of them to check it: fulmen plugins --check PLUGIN."
+                    if inactive else "")
             raise ConfigurationError(
-                f"{given!r} is neither a registered name nor an installed plugin. Plugins: "
-                f"{format_choices(plugins)}; names: {format_choices(known)}.")
+                f"{given!r} is neither a registered name nor an installed plugin."
+                f"{did_you_mean(key, [*known, *plugins])} Plugins: {format_choices(plugins)}; "
+                f"names: {format_choices(known)}.{catalog.not_loaded_note(given)}{hint}")
         for t in hits:
             if t not in chosen:
                 chosen.append(t)
     return sorted(chosen, key=lambda t: (ORDER.index(t.kind), t.name))
+
+
+def suspects(manager: Any, given: str) -> list[str]:
+    """The plugins (their keys in ``manager.plugins``) that failed or are disabled and may
+    provide the unknown name ``given``: the failed plugin that yielded it before failing, else
+    those whose name relates to it (:func:`fulmen.kernel.catalog.related_to`)."""
+    from fulmen.kernel.catalog import related_to
+
+    catalog = manager.catalog()
+    key_of = {id(info): key for key, info in manager.plugins.items()}
+    withheld = catalog.withheld_by(given)
+    if withheld is not None:
+        return [key_of[id(withheld)]]
+    return [key_of[id(i)] for i in catalog.not_loaded(given) if related_to(given, i)]
 
 
 class Runner:
@@ -156,7 +177,12 @@ class Runner:
             for clause in clauses_for(t.kind):
                 v = self.verdicts.get((t.kind, t.name, clause.id),
                                       Verdict(FAIL, "the kit recorded no verdict"))
-                report.results.append(Result(t.kind, t.name, clause.id, v.status, v.detail,
+                detail = v.detail
+                if t.asked and clause.id == "plugin.loads":
+                    detail += (f" [checked for {t.asked!r}, which no active plugin registers: "
+                               "this plugin is not loaded, so its names are unknown, and its "
+                               "name relates to it]")
+                report.results.append(Result(t.kind, t.name, clause.id, v.status, detail,
                                              t.plugin, t.distribution, v.hint, v.where,
                                              v.ranks))
         return report

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
 
 from fulmen.testing.clauses import FAIL, SKIP, Result
@@ -30,17 +31,31 @@ def main(names: Sequence[str], as_json: bool = False, timeout: float = 120.0,
 
 
 def render(report: Report, width: int = 60) -> str:
-    """The table (one row per name and clause), then every failure with its fix."""
+    """The table (one row per name and clause), then every failure with its fix. A skip's (or
+    a plugin's) reason longer than ``width`` shows its start in the table and is printed whole
+    under it as a numbered note: the cause is never cut off."""
     rows = [("plugin", "distribution", "name", "clause", "result")]
+    notes: list[str] = []
     for r in report.results:
         shown = r.status == SKIP or (r.kind == "plugin" and r.status != FAIL)
-        note = f" ({shorten(r.detail, width)})" if shown and r.detail else ""
+        note = ""
+        if shown and r.detail:
+            text = " ".join(r.detail.split())
+            if len(text) <= width:
+                note = f" ({text})"
+            else:  # its start here, the whole under the table
+                if r.detail not in notes:
+                    notes.append(r.detail)
+                note = f" ({text[:width - 3]}... see note {notes.index(r.detail) + 1})"
         rows.append((r.plugin, r.distribution, f"{r.kind} {r.name}", r.clause,
                      MARK[r.status] + note))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths)) + "  " + row[4]
              for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths) + "  ------")
+    if notes:
+        lines.append("\nNotes:")
+        lines += [wrap(f"{n}. {text}", "   ") for n, text in enumerate(notes, 1)]
     failures = report.failures
     if failures:
         lines.append(f"\n{len(failures)} clause(s) failed:")
@@ -53,6 +68,16 @@ def render(report: Report, width: int = 60) -> str:
     return "\n".join(lines)
 
 
+def wrap(text: str, indent: str, columns: int = 100) -> str:
+    """``text`` wrapped at ``columns`` (its own line breaks kept), later lines indented."""
+    out: list[str] = []
+    for n, paragraph in enumerate(text.splitlines() or [""]):
+        out += textwrap.wrap(paragraph, columns, initial_indent="" if n == 0 else indent,
+                             subsequent_indent=indent, break_long_words=False,
+                             break_on_hyphens=False) or [""]
+    return "\n".join(out)
+
+
 def load() -> str:
     """The machine's load next to the elapsed time: on shared machines it explains the time."""
     try:
@@ -62,11 +87,6 @@ def load() -> str:
     return f" (load average {one_minute:.1f} on {os.cpu_count()} CPUs)"
 
 
-def shorten(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
 def explain(r: Result) -> str:
     """One failure: the name, plugin, distribution, clause, ranks and line, what was seen,
     the hint computed from it, and what the clause asks for."""
@@ -74,4 +94,4 @@ def explain(r: Result) -> str:
     where = f" at {r.where}" if r.where else ""
     text = (f"- {r.kind} {r.name!r} (plugin {r.plugin!r}, {r.distribution}) breaks "
             f"{r.clause}{ranks}{where}: {r.detail}")
-    return text + f"\n    hint: {r.hint or r.fix}"
+    return text.replace("\n", "\n    ") + f"\n    hint: {r.hint or r.fix}"

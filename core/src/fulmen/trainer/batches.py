@@ -84,7 +84,7 @@ def no_grad(trainer: TrainerHost) -> Any:
     import torch.distributed as dist
 
     gloo = dist.is_available() and dist.is_initialized() and dist.get_backend() == "gloo"
-    if trainer.inference_mode and trainer.state != "fit" and not gloo:
+    if trainer.inference_mode and trainer.state.fn != "fit" and not gloo:
         return torch.inference_mode()
     return torch.no_grad()
 

@@ -15,11 +15,13 @@ LIGHTNING_KEYS = ("pytorch-lightning_version", "lightning_version")
 
 
 def read_checkpoint(path: str | Path, map_location: Any = None,
-                    weights_only: bool = True) -> dict[str, Any]:
-    """Load a checkpoint safely (``weights_only``), with errors that say what to do: a file,
+                    weights_only: bool | None = None) -> dict[str, Any]:
+    """Load a checkpoint safely (``weights_only``; None: torch's rule, which the user's
+    ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` turns off), with errors that say what to do: a file,
     or a canonical directory written by any strategy."""
-    from fulmen.checkpoint import canonical, manifest
+    from fulmen.checkpoint import canonical, manifest, safety
 
+    weights_only = safety.resolve_weights_only(weights_only)
     if canonical.is_directory(path):
         checkpoint: Any = canonical.read_directory(path, weights_only, reader="fulmen")
         if map_location is not None:
@@ -99,12 +101,13 @@ def check_keys(module: torch.nn.Module, state: dict[str, Any], path: str,
 
 
 def load_state_into(module: torch.nn.Module, state: dict[str, Any], strict: bool,
-                    path: str) -> None:
-    """``load_state_dict`` with an error that lists the missing and unexpected keys."""
+                    path: str) -> Any:
+    """``load_state_dict`` with an error that lists the missing and unexpected keys; returns
+    what ``load_state_dict`` does (the missing and unexpected keys, when not ``strict``)."""
     if strict:
         check_keys(module, state, path)
     try:
-        module.load_state_dict(state, strict=strict)
+        return module.load_state_dict(state, strict=strict)
     except RuntimeError as exc:  # shapes that differ
         from fulmen.checkpoint.fit import fit_error
 

@@ -7,6 +7,7 @@ what would."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from fulmen.kernel.legacy import translate_flag
 from fulmen.module import Module
 from fulmen.trainer.data import check_limit
 from fulmen.trainer.legacy_hooks import refuse_legacy_hooks
+from fulmen.utilities.rank_zero import WarningCache
 
 if TYPE_CHECKING:
     from fulmen.trainer.loop_host import LoopHost
@@ -80,7 +82,7 @@ class TrainerConfig:
         that cannot work. ``None`` for ``logger``, ``enable_*``, ``log_every_n_steps`` and
         ``num_sanity_val_steps`` is Lightning's default: on (50 steps, 2 batches), or off under
         ``barebones=True``."""
-        arguments.check_bool("Trainer", {"barebones": barebones})
+        barebones = arguments.check_bool("Trainer", {"barebones": barebones})["barebones"]
         if barebones:
             check_barebones(enable_checkpointing=enable_checkpointing, logger=logger,
                             enable_progress_bar=enable_progress_bar,
@@ -97,7 +99,7 @@ class TrainerConfig:
             logger = _default(logger, True)
             log_every_n_steps = _default(log_every_n_steps, 50)
             num_sanity_val_steps = _default(num_sanity_val_steps, 2)
-        arguments.check_bool("Trainer", {
+        flags = arguments.check_bool("Trainer", {
             "benchmark": benchmark, "deterministic": deterministic, "detect_anomaly":
             detect_anomaly, "sync_batchnorm": sync_batchnorm, "enable_checkpointing":
             enable_checkpointing, "enable_progress_bar": enable_progress_bar,
@@ -107,24 +109,43 @@ class TrainerConfig:
             "replace_sampler_ddp": replace_sampler_ddp},
             optional=("benchmark", "deterministic", "replace_sampler_ddp"),
             also={"deterministic": ("warn",)})
-        arguments.check_number("Trainer", "gradient_clip_val", gradient_clip_val, minimum=0)
+        benchmark, deterministic = flags["benchmark"], flags["deterministic"]
+        detect_anomaly, sync_batchnorm = flags["detect_anomaly"], flags["sync_batchnorm"]
+        enable_checkpointing = flags["enable_checkpointing"]
+        enable_progress_bar = flags["enable_progress_bar"]
+        enable_model_summary = flags["enable_model_summary"]
+        use_distributed_sampler = flags["use_distributed_sampler"]
+        inference_mode, replace_sampler_ddp = flags["inference_mode"], flags["replace_sampler_ddp"]
+        enable_autolog_hparams = flags["enable_autolog_hparams"]
+        suggest_integrations = flags["suggest_integrations"]
+        gradient_clip_val = check_clip_value(gradient_clip_val)
         val_check_time = None
         if isinstance(val_check_interval, str | dict | timedelta):  # Lightning 2.6: a duration
             val_check_time = parse_max_time(val_check_interval, "val_check_interval")
             val_check_interval = None
         arguments.check_number("Trainer", "val_check_interval", val_check_interval)
-        arguments.check_path("Trainer", "default_root_dir", default_root_dir)
-        arguments.check_epochs("Trainer", min_epochs, max_epochs)
-        check_int("max_epochs", max_epochs, minimum=-1, optional=True)
-        check_int("min_epochs", min_epochs, minimum=0, optional=True)
-        check_int("max_steps", max_steps, minimum=-1)
-        check_int("min_steps", min_steps, minimum=0, optional=True)
-        refuse_unsupported(model_registry=model_registry)
+        # "": the working directory, as Lightning
+        arguments.check_path("Trainer", "default_root_dir", default_root_dir or None)
+        max_epochs = check_int("max_epochs", max_epochs, minimum=-1, optional=True)
+        min_epochs = check_int("min_epochs", min_epochs, minimum=0, optional=True, floor=0)
+        if min_epochs is not None and max_epochs not in (None, -1) and min_epochs > max_epochs:
+            _LENIENT.warn(f"Trainer(min_epochs={min_epochs}, max_epochs={max_epochs}): "
+                          "min_epochs exceeds max_epochs, so training stops at max_epochs (as "
+                          "Lightning does); raise max_epochs or lower min_epochs",
+                          category=UserWarning)
+        max_steps = check_int("max_steps", max_steps, minimum=-1)
+        min_steps = check_int("min_steps", min_steps, minimum=0, optional=True, floor=0)
+        warn_unsupported(model_registry=model_registry)
         check_reload(reload_dataloaders_every_n_epochs)
-        check_int("accumulate_grad_batches", accumulate_grad_batches, minimum=1)
-        check_int("log_every_n_steps", log_every_n_steps, minimum=0)
-        check_int("num_sanity_val_steps", num_sanity_val_steps, minimum=-1)
-        check_int("check_val_every_n_epoch", check_val_every_n_epoch, minimum=1, optional=True)
+        accumulate_grad_batches = check_int("accumulate_grad_batches", accumulate_grad_batches,
+                                            minimum=1)
+        # Lightning: a negative log_every_n_steps logs at every step (n % -k == 0)
+        log_every_n_steps = check_int("log_every_n_steps", log_every_n_steps, minimum=0,
+                                      floor=log_every_n_steps)
+        num_sanity_val_steps = check_int("num_sanity_val_steps", num_sanity_val_steps,
+                                         minimum=-1, floor=0)
+        check_val_every_n_epoch = check_int("check_val_every_n_epoch", check_val_every_n_epoch,
+                                            minimum=1, optional=True)
         check_clipping_algorithm(gradient_clip_algorithm)
         check_val_check_interval(val_check_interval)
         if isinstance(val_check_interval, float) and check_val_every_n_epoch is None:
@@ -140,12 +161,15 @@ class TrainerConfig:
         overfit = check_limit("overfit_batches", overfit_batches) or 0.0
         if overfit:  # Lightning: that many train and val batches, no shuffling
             limits["train"] = limits["val"] = overfit
-        if fast_dev_run:
-            limits = dict.fromkeys(limits, fast_dev_run)
+        if fast_dev_run:  # Lightning's _init_debugging_flags
+            limits = {kind: limit if overfit and kind in ("train", "val") else fast_dev_run
+                      for kind, limit in limits.items()}
             max_epochs, max_steps, num_sanity_val_steps, val_check_interval = \
                 1, fast_dev_run, 0, None
-            val_check_time = None
-            logger, enable_checkpointing = False, False
+            val_check_time, check_val_every_n_epoch = None, 1
+            # Lightning keeps the checkpoint callbacks (they save nothing under fast_dev_run)
+            # and puts a DummyLogger in place of the loggers (none when none was configured)
+            logger = _dummy_logger(logger)
         if max_epochs is None and max_steps == -1:
             max_epochs = 1000
         return cls(
@@ -225,6 +249,16 @@ BAREBONES_INFO = (
         "Profiling: `Trainer(profiler=...)`")))
 
 
+def _dummy_logger(logger: Any) -> Any:
+    """What ``fast_dev_run`` logs to: a ``DummyLogger`` when loggers were configured (so code
+    that uses ``trainer.logger`` runs), else none (Lightning's rule)."""
+    if logger is False or logger is None or (isinstance(logger, list | tuple) and not logger):
+        return False
+    from fulmen.loggers.dummy import DummyLogger
+
+    return DummyLogger()
+
+
 def _default(value: Any, default: Any) -> Any:
     return default if value is None else value
 
@@ -265,22 +299,55 @@ def root_dir(given: str | os.PathLike[str] | None) -> str:
         os.path.normpath(os.path.expanduser(given))
 
 
-def refuse_unsupported(**given: Any) -> None:
-    """Lightning arguments fulmen does not implement: refused unless left at the default."""
+def warn_unsupported(**given: Any) -> None:
+    """Lightning arguments fulmen does not implement: ignored with a warning unless left at the
+    default (Lightning runs without them too when their package is missing)."""
     defaults = {"model_registry": None}
     for flag, value in given.items():
         if value != defaults[flag]:
-            raise ConfigurationError(f"Trainer({flag}={value!r}) is not implemented in fulmen; "
-                                     f"use {_INSTEAD[flag]}")
+            _LENIENT.warn(f"Trainer({flag}={value!r}) is not implemented in fulmen and is "
+                          f"ignored; use {_INSTEAD[flag]}", category=UserWarning)
 
 
-def check_int(flag: str, value: Any, minimum: int, optional: bool = False) -> None:
+_LENIENT = WarningCache()
+
+
+def check_int(flag: str, value: Any, minimum: int, optional: bool = False,
+              floor: Any = None) -> Any:
+    """``value`` as an int >= ``minimum``. Lightning runs some values fulmen would refuse, so
+    they are taken with a warning: a whole float (``2.0``) as its int, and, where ``floor`` is
+    given, a value below ``minimum`` as ``floor`` (what Lightning's loops make of it)."""
     if value is None and optional:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        extra = ", -1 for no limit" if minimum == -1 else ""
-        raise ConfigurationError(f"Trainer({flag}={value!r}): expected an int >= "
-                                 f"{max(minimum, 0)}{extra}" + (" or None" if optional else ""))
+        return value
+    extra = ", -1 for no limit" if minimum == -1 else ""
+    expected = f"an int >= {max(minimum, 0)}{extra}" + (" or None" if optional else "")
+    if isinstance(value, float) and value.is_integer():
+        _LENIENT.warn(f"Trainer({flag}={value!r}): expected {expected}; taken as "
+                      f"{int(value)}, as Lightning does. Pass {int(value)}", category=UserWarning)
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigurationError(f"Trainer({flag}={value!r}): expected {expected}")
+    if value < minimum:
+        if floor is None:
+            raise ConfigurationError(f"Trainer({flag}={value!r}): expected {expected}")
+        _LENIENT.warn(f"Trainer({flag}={value!r}): expected {expected}; Lightning runs it as "
+                      f"{flag}={floor!r}, and so does fulmen. Pass {max(minimum, 0)}",
+                      category=UserWarning)
+        value = floor
+    return value
+
+
+def check_clip_value(value: Any) -> Any:
+    """``gradient_clip_val``: a finite number or None. A bool (a number to Lightning) and a
+    negative value (which Lightning hands to torch's clipping, flipping or zeroing gradients)
+    are taken as they are, with a warning."""
+    if isinstance(value, bool) or (isinstance(value, int | float) and value < 0):
+        _LENIENT.warn(f"Trainer(gradient_clip_val={value!r}): expected a finite number >= 0 or "
+                      f"None; Lightning clips with {float(value)!r}, and so does fulmen. Pass a "
+                      "value >= 0 (None: no clipping)", category=UserWarning)
+        return float(value)
+    arguments.check_number("Trainer", "gradient_clip_val", value, minimum=0)
+    return value
 
 
 def check_fast_dev_run(value: Any) -> int:
@@ -327,9 +394,12 @@ def parse_max_time(value: Any, flag: str = "max_time") -> float | None:
 
 
 def as_list(value: Any, kind: type, flag: str) -> list[Any]:
+    """``value`` as a list of ``kind``: None, one object, or any iterable of them (a list, a
+    tuple, a generator, Hydra's ``ListConfig``), each item checked."""
     if value is None:
         return []
-    items = list(value) if isinstance(value, list | tuple) else [value]
+    items = [value] if isinstance(value, kind | str | bytes | Mapping) or \
+        not isinstance(value, Iterable) else list(value)
     for item in items:
         if isinstance(item, type):
             raise ConfigurationError(

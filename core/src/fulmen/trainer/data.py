@@ -12,6 +12,9 @@ from fulmen.errors import ConfigurationError
 
 METHODS = {"train": "train_dataloader", "val": "val_dataloader", "test": "test_dataloader",
            "predict": "predict_dataloader"}
+#: Lightning's warning when a stage's dataloaders have no batch (it then skips them)
+EMPTY_LOADERS = ("Total length of `DataLoader` across ranks is zero. Please make sure this was "
+                 "your intention.")
 
 
 def resolve(explicit: Any, datamodule: Any, module: Any, kind: str) -> list[Any]:

@@ -14,11 +14,11 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from fulmen.errors import ConfigurationError
 from fulmen.seed import rng_states, set_rng_states
 from fulmen.trainer.batches import count_from, make_transfer, set_epoch
 from fulmen.trainer.schedulers import check_scheduler_steps, step_schedulers
 from fulmen.trainer.step import AutomaticStep, ManualStep
+from fulmen.utilities.rank_zero import rank_zero_warn
 
 if TYPE_CHECKING:
     from fulmen.trainer.evaluation_loop import EvaluationLoop
@@ -146,10 +146,12 @@ class TrainingEpochLoop:
                 raise preemption.act(action)  # between optimizer steps: nothing half-accumulated
             if val_every is not None and \
                     self._should_validate(batch_idx, n_batches, val_every, last):
+                trainer.validating = True  # Lightning's stages around fit's validation
                 module.on_validation_model_zero_grad()
                 val_loaders, val_counts = fit_data.val()
                 if val_loaders:
                     self.validation.run("validate", val_loaders, val_counts, during_fit=True)
+                trainer.training = True
                 trainer.metrics.current = results
             if stepped and step_plateau:
                 step_schedulers(trainer, "step", plateau=True, index=batch_idx + 1)
@@ -236,13 +238,15 @@ class Lookahead:
 
 
 def _check_trainable(module: Any) -> None:
-    """Refuse, before the first step, a module with nothing to train. Checked after the first
+    """Warn, before the first step, of a module with nothing to train (Lightning runs it: a
+    loss that needs a graph then fails in backward). Checked after the first
     ``on_train_epoch_start``, where fine-tuning callbacks unfreeze what they train."""
     if not any(p.requires_grad for p in module.parameters()):
-        raise ConfigurationError(
+        rank_zero_warn(
             f"{type(module).__name__} has no trainable parameters (none, or all with "
-            "requires_grad=False): fit would change nothing. Unfreeze some (by "
-            "on_train_epoch_start of the first epoch), or use trainer.validate/test/predict")
+            "requires_grad=False): fit will change nothing. Unfreeze some (by "
+            "on_train_epoch_start of the first epoch), or use trainer.validate/test/predict",
+            category=RuntimeWarning)
 
 
 def out_of_time(trainer: LoopHost) -> bool:

@@ -75,6 +75,8 @@ class EvaluationLoop:
         """``trainer.validate``/``trainer.test``: the data, checked, one run, the results table
         on rank zero; one dict of metrics per dataloader."""
         kind = "val" if stage == "validate" else "test"
+        if getattr(self.trainer, f"limit_{kind}_batches") == 0:
+            return []  # Lightning skips the stage
 
         def resolve() -> Loaders:
             found = self.loaders(kind, loaders.get(kind))
@@ -83,11 +85,13 @@ class EvaluationLoop:
                     f"trainer.{stage} found no {kind} data: pass dataloaders=, a datamodule "
                     f"with {data.METHODS[kind]}(), or define {data.METHODS[kind]}() on the "
                     "module")
-            if not any(found[1]):
-                raise ConfigurationError(f"every {kind} dataloader is empty (0 batches)")
             return found
 
-        results = self.run(stage, *resolve(), reload=resolve)
+        found = resolve()
+        if not any(found[1]):  # Lightning warns and skips the stage
+            warnings.warn(data.EMPTY_LOADERS, stacklevel=4)
+            return []
+        results = self.run(stage, *found, reload=resolve)
         if verbose and self.trainer.is_global_zero:
             print_results(stage, results)
         return results

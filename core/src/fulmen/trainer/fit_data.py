@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from fulmen.errors import ConfigurationError
@@ -69,22 +70,29 @@ class FitData:
                                      trainer.module, "train")
         if not train_loaders:
             raise ConfigurationError(_NO_TRAIN_DATA)
-        if len(train_loaders) > 1:
-            raise ConfigurationError(f"trainer.fit got {len(train_loaders)} training "
-                                     "dataloaders; combine them into one (e.g. a ConcatDataset)")
-        first = train_loaders[0]
-        if trainer.overfit_batches:
-            first = data.without_shuffle(first)
-        self._check_reloadable(first, "train")
-        train = strategy.process_dataloader(first, "train", trainer.use_distributed_sampler)
-        data.seed_workers(train, trainer.global_rank)
+        named = len(train_loaders) == 1 and isinstance(train_loaders[0], Mapping)
+        several: dict[Any, Any] = dict(train_loaders[0]) if named else \
+            dict(enumerate(train_loaders))
+        for key, loader in several.items():
+            if trainer.overfit_batches:
+                loader = data.without_shuffle(loader)
+            self._check_reloadable(loader, "train")
+            loader = strategy.process_dataloader(loader, "train", trainer.use_distributed_sampler)
+            data.seed_workers(loader, trainer.global_rank)
+            several[key] = loader
+        if len(several) == 1 and not named:
+            train: Any = several[0]
+        else:  # Lightning's CombinedLoader(mode="max_size_cycle")
+            train = MaxSizeCycle(several if named else list(several.values()))
         n_batches = data.num_batches(train, trainer.limit_train_batches, "train")
         trainer.num_training_batches = n_batches
         if n_batches == 0 and trainer.limit_train_batches != 0:
-            raise ConfigurationError("the training dataloader is empty (0 batches): check the "
-                                     "dataset length, batch_size and drop_last")
+            warnings.warn(data.EMPTY_LOADERS + " (the training dataloader has 0 batches: "
+                          "nothing is trained; check the dataset length, batch_size and "
+                          "drop_last)", stacklevel=5)  # Lightning's, then no training batch
         self.train, self.n_batches = train, n_batches
-        trainer.run_state.dataloaders["train"] = [train]
+        trainer.run_state.dataloaders["train"] = [train.iterables if isinstance(
+            train, MaxSizeCycle) else train]
         if trainer.loggers and n_batches < trainer.log_every_n_steps and \
                 not trainer.fast_dev_run:
             warnings.warn(  # Lightning's
@@ -128,6 +136,59 @@ class FitData:
                 "due to limitations in PyTorch (https://github.com/pytorch/pytorch/issues/91252)."
                 f" We recommend setting `pin_memory=False` in this case (the {kind} "
                 "dataloader).", stacklevel=4)
+
+
+class MaxSizeCycle:
+    """Several training dataloaders as one, as Lightning combines a list or dict of them
+    (``CombinedLoader(mode="max_size_cycle")``): each batch is a list (a dict) holding a batch
+    of every loader; the epoch lasts as long as the longest loader, and a shorter one starts
+    over when it runs out. Only a loader of unknown length ends the epoch by running out (once
+    every loader has run out at least once)."""
+
+    def __init__(self, iterables: list[Any] | dict[Any, Any]) -> None:
+        #: the loaders, as given (``trainer.train_dataloader``)
+        self.iterables = iterables
+
+    def _items(self) -> list[tuple[Any, Any]]:
+        items = self.iterables.items() if isinstance(self.iterables, dict) else \
+            enumerate(self.iterables)
+        return list(items)
+
+    def __len__(self) -> int:
+        lengths = [len(loader) for _, loader in self._items()]  # TypeError: unknown length
+        return max(lengths)
+
+    def set_epoch(self, epoch: int) -> None:
+        from fulmen.trainer.batches import set_epoch
+
+        for _, loader in self._items():
+            set_epoch(loader, epoch)
+
+    def __iter__(self) -> Iterator[Any]:
+        items = self._items()
+        iterators = {key: iter(loader) for key, loader in items}
+        done = dict.fromkeys(iterators, False)
+        try:
+            total: int | None = len(self)
+        except TypeError:
+            total = None
+        produced = 0
+        while total is None or produced < total:
+            batch = {}
+            for key, loader in items:
+                try:
+                    batch[key] = next(iterators[key])
+                except StopIteration:
+                    done[key] = True
+                    if total is None and all(done.values()):
+                        return
+                    iterators[key] = iter(loader)
+                    try:
+                        batch[key] = next(iterators[key])
+                    except StopIteration:
+                        return  # an empty loader: nothing to combine
+            produced += 1
+            yield batch if isinstance(self.iterables, dict) else list(batch.values())
 
 
 def val_interval(trainer: LoopHost, n_batches: int | float) -> int | float:

@@ -21,6 +21,7 @@ from fulmen.trainer.evaluation_loop import EvaluationLoop
 from fulmen.trainer.finite import NonFiniteWatch
 from fulmen.trainer.fit_data import FitData
 from fulmen.trainer.progress import Counter, FitProgress
+from fulmen.trainer.states import TrainerFn
 from fulmen.trainer.step import AutomaticStep, ManualStep
 
 if TYPE_CHECKING:
@@ -98,7 +99,9 @@ class FitLoop:
                 hooks("on_fit_end")
             return
         if fit_data.epoch_validates() and not fit_data.val_loaded:
-            fit_data.val()  # Lightning requests them here too, before on_train_start
+            trainer.validating = True  # Lightning requests them here too, before
+            fit_data.val()  # on_train_start, in the validating stage
+            trainer.training = True
         # Lightning creates the first epoch's iterator before on_train_start (FitLoop.setup_data):
         # its base seed comes from torch's generator, before whatever that hook draws
         if restore and not mid_epoch and "rng_states" in restore:
@@ -145,7 +148,7 @@ class FitLoop:
         (``trainer.estimated_stepping_batches`` in ``configure_optimizers``)."""
         trainer = self.trainer
         run = trainer.run_state
-        if trainer.state != "fit" or trainer.module is None:
+        if trainer.state.fn != TrainerFn.FITTING or trainer.module is None:
             raise FulmenError("the training dataloader is known inside trainer.fit only (read "
                               "trainer.estimated_stepping_batches in configure_optimizers or a "
                               "hook of fit)")
@@ -162,6 +165,7 @@ class FitLoop:
         hooks = trainer.hooks
         assert hooks is not None
         n = trainer.num_sanity_val_steps
+        stage = trainer.state.stage
         trainer.sanity_checking = True
         with preserved_rng():
             hooks("on_sanity_check_start")
@@ -171,7 +175,7 @@ class FitLoop:
             if loaders and any(limits):
                 self.validation.run("validate", loaders, limits, during_fit=True, sanity=True)
             hooks("on_sanity_check_end")
-        trainer.sanity_checking = False
+        trainer.state.stage = stage  # Lightning: back to the stage before the check
 
 
 def _limit_reached(trainer: LoopHost) -> bool:

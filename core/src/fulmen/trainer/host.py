@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from fulmen.trainer.hooks import HookTable
     from fulmen.trainer.optim import LRSchedulerConfig
     from fulmen.trainer.progress import RunState
+    from fulmen.trainer.states import TrainerState
 
 
 class TrainerHost(TrainerView, Protocol):
@@ -39,8 +40,8 @@ class TrainerHost(TrainerView, Protocol):
     logger_set: LoggerSet
     current_epoch: int
     global_step: int
-    #: ``"fit"``, ``"validate"``, ``"test"``, ``"predict"`` (``"initializing"`` before)
-    state: str
+    #: the method running (``state.fn``), the loop inside it (``state.stage``), the status
+    state: TrainerState
     inference_mode: bool
     #: the checkpoint the last stage restored from
     ckpt_path: str | None

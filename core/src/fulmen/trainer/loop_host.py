@@ -52,7 +52,11 @@ class LoopHost(TrainerHost, Protocol):
     should_stop: bool
     #: the coming epoch runs ``training_step`` only (``StochasticWeightAveraging``)
     skip_backward: bool
+    #: Lightning's stage flags (``state.stage``): the loops switch between training,
+    #: validation and the sanity check inside fit
     sanity_checking: bool
+    training: bool
+    validating: bool
     num_training_batches: int | float
     num_val_batches: list[int | float]
     num_sanity_val_batches: list[int | float]

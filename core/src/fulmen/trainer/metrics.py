@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from fulmen.trainer.results import CallbackMetrics, Results, step_tensor
+from fulmen.trainer.results import CallbackMetrics, HostScalar, Results, step_tensor
 
 if TYPE_CHECKING:
     from fulmen.trainer.host import TrainerHost
@@ -30,8 +30,12 @@ class Metrics:
         self.train: Results | None = None
         #: latest epoch values and what callbacks wrote (``trainer.callback_metrics``)
         self.values: dict[str, torch.Tensor] = {}
-        #: what was last sent to the loggers (``trainer.logged_metrics``)
+        #: what was last logged (``trainer.logged_metrics``): values as given (a HostScalar
+        #: for a CPU step value, made a tensor when read)
         self.logged: dict[str, Any] = {}
+        #: the training Results whose step values were folded into ``values`` and ``logged``
+        #: at its epoch's end (they are no longer laid over what came after them)
+        self._folded: Results | None = None
         #: names logged with ``prog_bar=True`` whose epoch values are kept in ``values``
         self.prog_bar_names: set[str] = set()
         #: per (stage, dataloader): evaluation batches run, the step axis of per-batch values
@@ -42,7 +46,7 @@ class Metrics:
         counts carry over (Lightning resets them when a stage starts: ``trainer.test`` after
         ``fit`` reports only what the test logged)."""
         self.values.clear()
-        self.train = None
+        self.train = self._folded = None
         self.logged = {}
         self.prog_bar_names = set()
         self.eval_batches_seen = {}
@@ -53,19 +57,50 @@ class Metrics:
 
     # ------------------------------------------------------------------ reading
 
+    def _running_train(self) -> Results | None:
+        """The training Results whose step values are newer than anything else kept: the
+        running epoch's (None once its epoch has ended and they were folded in)."""
+        return self.train if self.train is not self._folded else None
+
+    @staticmethod
+    def _step_metrics(results: Results, logged: bool) -> dict[str, Any]:
+        """The latest step values of ``results``, by Lightning's names: for callbacks
+        (``logged=False``) the step name and, for values also logged per epoch, the plain name;
+        for the loggers the step name of those logged with ``logger=True``."""
+        out: dict[str, Any] = {}
+        for entry in results.entries.values():
+            stored = results.step_values.get(entry.step_name)
+            if not entry.on_step or stored is None:
+                continue
+            if logged:
+                if entry.logger:
+                    out[entry.step_name] = stored
+            else:
+                out[entry.step_name] = value = step_tensor(stored)
+                if entry.on_epoch:
+                    out[entry.name] = value
+        return out
+
     def callback_metrics(self) -> CallbackMetrics:
         """Latest value of everything logged: step values during an epoch, then epoch values;
         writes to the returned mapping land in ``values``."""
         out = dict(self.values)
-        results = self.train
+        results = self._running_train()
         if results is not None:
-            for entry in results.entries.values():
-                stored = results.step_values.get(entry.step_name)
-                if entry.on_step and stored is not None:
-                    out[entry.step_name] = value = step_tensor(stored)
-                    if entry.on_epoch:
-                        out[entry.name] = value
+            out.update(self._step_metrics(results, logged=False))
         return CallbackMetrics(out, self.values)
+
+    def logged_metrics(self) -> dict[str, Any]:
+        """What was logged, by Lightning's names (``_step``/``_epoch`` where a value is logged
+        both ways): the latest training step values (every batch's, whether or not it went to
+        a logger at that step), evaluation step values, epoch values and what callbacks logged
+        through :meth:`log_to_loggers`. ``self.log`` values are tensors; what a callback logged
+        is kept as given (Lightning's ``logged_metrics``)."""
+        out = dict(self.logged)
+        results = self._running_train()
+        if results is not None:
+            out.update(self._step_metrics(results, logged=True))
+        return {k: step_tensor(v) if isinstance(v, HostScalar) else v for k, v in out.items()}
 
     def progress_bar_metrics(self) -> dict[str, float]:
         """Values logged with ``prog_bar=True``, as floats."""
@@ -84,8 +119,8 @@ class Metrics:
         if not metrics:
             return
         trainer = self.trainer
+        self.logged.update(metrics)
         values = {k: float(v) for k, v in metrics.items()}
-        self.logged.update(values)
         if trainer.loggers and trainer.is_global_zero:
             training_axis = step is None
             if step is None:
@@ -114,6 +149,11 @@ class Metrics:
         them."""
         finished: dict[str, torch.Tensor] = {}
         to_log: dict[str, torch.Tensor] = {}
+        if results is self.train and results is not self._folded:
+            # the epoch's last step values stay, under the epoch values logged after them
+            self.values.update(self._step_metrics(results, logged=False))
+            self.logged.update(self._step_metrics(results, logged=True))
+            self._folded = results
         for name, (entry, value) in results.epoch_values().items():
             finished[name] = self.values[name] = self.values[entry.name] = value
             if entry.prog_bar:
@@ -128,19 +168,23 @@ class Metrics:
 
     def snapshot(self) -> tuple[Any, ...]:
         """Everything, for :meth:`restore` after a trial (``Trainer.run_trial``)."""
-        return (self.current, self.train, dict(self.values), dict(self.logged),
+        return (self.current, self.train, self._folded, dict(self.values), dict(self.logged),
                 set(self.prog_bar_names))
 
     def restore(self, snapshot: tuple[Any, ...]) -> None:
-        (self.current, self.train, self.values, self.logged, self.prog_bar_names) = snapshot
+        (self.current, self.train, self._folded, self.values, self.logged,
+         self.prog_bar_names) = snapshot
 
     # ------------------------------------------------------------------ spawned workers
 
     def worker_state(self) -> dict[str, Any]:
         """What a spawned rank 0 hands back: callback and logged metrics, on the CPU."""
-        return {"callback_metrics": {k: v.detach().cpu() if isinstance(v, torch.Tensor) else v
-                                     for k, v in self.callback_metrics().items()},
-                "logged_metrics": dict(self.logged)}
+        def cpu(metrics: dict[str, Any]) -> dict[str, Any]:
+            return {k: v.detach().cpu() if isinstance(v, torch.Tensor) else v
+                    for k, v in metrics.items()}
+
+        return {"callback_metrics": cpu(self.callback_metrics()),
+                "logged_metrics": cpu(self.logged_metrics())}
 
     def load_worker_state(self, state: dict[str, Any]) -> None:
         self.values = dict(state["callback_metrics"])

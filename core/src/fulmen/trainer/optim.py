@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from fulmen.errors import ConfigurationError
+from fulmen.utilities.rank_zero import rank_zero_warn
 
 _FORMS = ("an optimizer; a list or tuple of optimizers; (optimizers, schedulers); a dict "
           "{'optimizer': ..., 'lr_scheduler': ...}; or a list of such dicts")
@@ -40,6 +41,32 @@ class LRSchedulerConfig:
 _SCHEDULER_KEYS = ("scheduler", "interval", "frequency", "monitor", "strict", "name",
                    "reduce_on_plateau")
 _DICT_KEYS = ("optimizer", "lr_scheduler", "monitor")
+
+
+class NoOptimizer(torch.optim.Optimizer):
+    """What a fit runs with when ``configure_optimizers`` returns None (Lightning's
+    ``_MockOptimizer``): ``step`` runs the closure (forward and backward) and changes nothing."""
+
+    def __init__(self) -> None:
+        super().__init__([torch.zeros(1)], {})
+
+    def add_param_group(self, param_group: dict[Any, Any]) -> None:
+        pass
+
+    def load_state_dict(self, state_dict: dict[Any, Any]) -> None:
+        pass
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"state": {}, "param_groups": []}
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        return closure() if closure is not None else None
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return "No Optimizer"
 
 
 def _is_optimizer(obj: Any) -> bool:
@@ -87,8 +114,11 @@ def _parse(result: Any) -> tuple[list[Any], list[LRSchedulerConfig]]:
         return ConfigurationError(f"configure_optimizers returned {_short(result)}: {why}. "
                                   f"Return {_FORMS}.")
 
-    if result is None:
-        raise bad("nothing to optimize")
+    if result is None:  # Lightning: a warning, and a fit without an optimizer
+        rank_zero_warn("`LightningModule.configure_optimizers` returned `None`, this fit will "
+                       "run with no optimizer (nothing is trained). Return an optimizer to train"
+                       " the model.", category=UserWarning)
+        return [NoOptimizer()], []
     if _is_optimizer(result):
         return [result], []
     if isinstance(result, Mapping):
@@ -115,9 +145,11 @@ def _from_dicts(items: Sequence[Mapping[str, Any]], bad: Callable[[str], Excepti
     optimizers, schedulers = [], []
     for item in items:
         unknown = set(item) - set(_DICT_KEYS)
-        if unknown:
-            raise bad(f"the dict has unknown keys {sorted(unknown)}; its keys are "
-                      f"{', '.join(_DICT_KEYS)}")
+        if unknown:  # Lightning warns and ignores them
+            rank_zero_warn(f"Found unsupported keys in the optimizer configuration: {unknown}. "
+                           f"They are ignored: the keys are {', '.join(_DICT_KEYS)}; remove "
+                           "the others from the output of `configure_optimizers`.",
+                           category=RuntimeWarning)
         if not _is_optimizer(item.get("optimizer")):
             raise bad("the dict needs 'optimizer': a torch.optim.Optimizer")
         optimizers.append(item["optimizer"])
@@ -131,10 +163,13 @@ def _from_dicts(items: Sequence[Mapping[str, Any]], bad: Callable[[str], Excepti
 
 def _scheduler_config(obj: Any, bad: Callable[[str], Exception]) -> LRSchedulerConfig:
     if isinstance(obj, Mapping):
-        unknown = sorted(set(obj) - set(_SCHEDULER_KEYS), key=str)
-        if unknown:
-            raise bad(f"the lr_scheduler dict has unknown keys {unknown} (given: "
-                      f"{sorted(obj, key=str)}); its keys are {', '.join(_SCHEDULER_KEYS)}")
+        unknown = set(obj) - set(_SCHEDULER_KEYS)
+        if unknown:  # Lightning warns and drops them
+            rank_zero_warn(f"Found unsupported keys in the lr scheduler dict: {unknown}. HINT: "
+                           "remove them from the output of `configure_optimizers` (they are "
+                           f"ignored; its keys are {', '.join(_SCHEDULER_KEYS)}).",
+                           category=RuntimeWarning)
+            obj = {k: v for k, v in obj.items() if k not in unknown}
         if "scheduler" not in obj:
             raise bad(f"the lr_scheduler dict has no 'scheduler' (given: "
                       f"{sorted(obj, key=str)}); its keys are {', '.join(_SCHEDULER_KEYS)}")

@@ -18,6 +18,7 @@ import torch
 from fulmen.errors import ConfigurationError, FulmenError
 from fulmen.module import Module
 from fulmen.trainer.optim import LRSchedulerConfig, OptimizerWrapper, parse_optimizers
+from fulmen.utilities.rank_zero import rank_zero_warn
 
 if TYPE_CHECKING:
     from fulmen.trainer.host import TrainerHost
@@ -106,12 +107,14 @@ class Optimization:
 
 
 def _check_optimizers_cover(model: Module, optimizers: list[Any]) -> None:
-    """Refuse, before the first step, optimizers that could train nothing."""
+    """Warn, before the first step, of optimizers that could train nothing (Lightning runs
+    them without a word)."""
     params = {id(p) for p in model.parameters()}
     for i, optimizer in enumerate(optimizers):
         mine = [p for group in optimizer.param_groups for p in group["params"]]
         if mine and not any(id(p) in params for p in mine):
-            raise ConfigurationError(
+            rank_zero_warn(
                 f"optimizer {i} ({type(optimizer).__name__}) from configure_optimizers holds "
-                f"{len(mine)} parameters, none of them {type(model).__name__}'s: build it from "
-                "self.parameters() (a model created outside the module, or a copy?)")
+                f"{len(mine)} parameters, none of them {type(model).__name__}'s, so stepping "
+                "it trains nothing of the model: build it from self.parameters() (a model "
+                "created outside the module, or a copy?)", category=RuntimeWarning)

@@ -3,6 +3,7 @@ mode; the outputs are collected when asked for."""
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from fulmen.errors import ConfigurationError
@@ -37,8 +38,8 @@ class PredictionLoop:
                                                      trainer.use_distributed_sampler)
                  for d in found]
         counts = [data.num_batches(d, trainer.limit_predict_batches, "predict") for d in found]
-        if not any(counts):
-            raise ConfigurationError("every predict dataloader is empty (0 batches)")
+        if not any(counts) and trainer.limit_predict_batches != 0:
+            warnings.warn(data.EMPTY_LOADERS, stacklevel=5)  # Lightning's, then it skips
         trainer.num_predict_batches = counts
         trainer.run_state.dataloaders["predict"] = found
         return found, counts
@@ -50,6 +51,8 @@ class PredictionLoop:
         assert module is not None and hooks is not None
         step = profiled_step(hooks.profiler, strategy.step)
         loaders, counts = self.loaders(explicit)
+        if not any(counts):
+            return None  # Lightning skips the stage
         module.on_predict_model_eval()
         transfer = make_transfer(trainer)
         all_outputs: list[list[Any]] = []

@@ -11,6 +11,7 @@ import torch
 
 from fulmen.kernel.selection import SelectionReport
 from fulmen.status import configure_logging
+from fulmen.trainer.states import RunningStage, TrainerStatus
 
 if TYPE_CHECKING:
     from fulmen.api.logger import Logger
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from fulmen.trainer.optim import LRSchedulerConfig
     from fulmen.trainer.optimization import Optimization
     from fulmen.trainer.progress import RunState
+    from fulmen.trainer.states import TrainerState
 
 
 class TrainerProperties(SelectionReport):
@@ -30,8 +32,7 @@ class TrainerProperties(SelectionReport):
     datamodule: DataModule | None
     logger_set: LoggerSet
     callbacks: list[Any]
-    state: str
-    sanity_checking: bool
+    state: TrainerState
     global_step: int
     should_stop: bool
     log_every_n_steps: int
@@ -120,21 +121,67 @@ class TrainerProperties(SelectionReport):
 
         return next((c for c in self.callbacks if isinstance(c, ProgressBar)), None)
 
+    # Lightning's state properties: each reads ``state.stage``; setting one True enters its
+    # stage, setting it False leaves it (stage None) only when it is the running one.
+
+    @property
+    def interrupted(self) -> bool:
+        """The last fit/validate/test/predict was interrupted (an exception, Ctrl-C)."""
+        return self.state.status == TrainerStatus.INTERRUPTED
+
     @property
     def training(self) -> bool:
-        return self.state == "fit" and not self.sanity_checking
+        """The training loop runs (inside fit; not its sanity check or validation)."""
+        return self.state.stage == RunningStage.TRAINING
+
+    @training.setter
+    def training(self, val: bool) -> None:
+        self._set_stage(RunningStage.TRAINING, val)
 
     @property
     def validating(self) -> bool:
-        return self.state == "validate"
+        """A validation loop runs: ``trainer.validate``, or validation inside fit."""
+        return self.state.stage == RunningStage.VALIDATING
+
+    @validating.setter
+    def validating(self, val: bool) -> None:
+        self._set_stage(RunningStage.VALIDATING, val)
 
     @property
     def testing(self) -> bool:
-        return self.state == "test"
+        return self.state.stage == RunningStage.TESTING
+
+    @testing.setter
+    def testing(self, val: bool) -> None:
+        self._set_stage(RunningStage.TESTING, val)
 
     @property
     def predicting(self) -> bool:
-        return self.state == "predict"
+        return self.state.stage == RunningStage.PREDICTING
+
+    @predicting.setter
+    def predicting(self, val: bool) -> None:
+        self._set_stage(RunningStage.PREDICTING, val)
+
+    @property
+    def sanity_checking(self) -> bool:
+        """The sanity check runs (the few validation batches before fit trains)."""
+        return self.state.stage == RunningStage.SANITY_CHECKING
+
+    @sanity_checking.setter
+    def sanity_checking(self, val: bool) -> None:
+        self._set_stage(RunningStage.SANITY_CHECKING, val)
+
+    @property
+    def evaluating(self) -> bool:
+        """The sanity check, a validation or a test runs."""
+        return self.state.stage is not None and self.state.stage.evaluating
+
+    def _set_stage(self, stage: RunningStage, val: bool) -> None:
+        if val:
+            self.state.stage = stage
+        elif self.state.stage == stage:
+            self.state.stage = None
 
     @property
     def lr_scheduler_configs(self) -> list[LRSchedulerConfig]:
@@ -223,8 +270,9 @@ class TrainerProperties(SelectionReport):
 
     @property
     def logged_metrics(self) -> dict[str, Any]:
-        """What was last sent to the loggers."""
-        return dict(self.metrics.logged)
+        """The latest value of everything logged with ``logger=True`` (tensors, by Lightning's
+        ``_step``/``_epoch`` names), whether or not a logger is configured."""
+        return self.metrics.logged_metrics()
 
     @property
     def progress_bar_metrics(self) -> dict[str, float]:

@@ -17,13 +17,16 @@ from typing import Any
 import torch
 
 from fulmen.errors import ConfigurationError
+from fulmen.utilities.rank_zero import WarningCache
 
 # hook → (on_step, on_epoch) defaults; hooks not listed refuse self.log.
 STEP, EPOCH = (True, False), (False, True)
 DEFAULTS: dict[str, tuple[bool, bool]] = {
     **dict.fromkeys(("training_step", "on_train_batch_start", "on_train_batch_end",
                      "on_before_backward", "on_after_backward", "on_before_optimizer_step",
-                     "on_before_zero_grad"), STEP),
+                     "on_before_zero_grad", "backward", "optimizer_step",
+                     "configure_gradient_clipping", "clip_gradients", "optimizer_zero_grad"),
+                    STEP),
     **dict.fromkeys(("on_train_start", "on_train_epoch_start", "on_train_epoch_end",
                      "validation_step", "on_validation_batch_start", "on_validation_batch_end",
                      "on_validation_start", "on_validation_epoch_start",
@@ -33,6 +36,7 @@ DEFAULTS: dict[str, tuple[bool, bool]] = {
 }
 REDUCTIONS = {"mean", "sum", "max", "min"}
 _FOLD_AT = 1024
+_SHARED_NAME = WarningCache()
 
 
 def _metric_type() -> type | None:
@@ -132,7 +136,7 @@ class LoggedValue:
         """The epoch's reduction; the accumulation is consumed (a second call gives None
         unless new values were logged since)."""
         if self.metric is not None:
-            if not getattr(self.metric, "_update_count", 1):
+            if not self.metric.update_count:
                 return None
             value = self.metric.compute()
             self.metric.reset()
@@ -229,9 +233,12 @@ class Results:
             raise ConfigurationError(
                 f"self.log({name!r}, ...) is not supported in {self.hook or 'this place'}; "
                 f"log from one of: {', '.join(sorted(DEFAULTS))}")
-        if not isinstance(name, str) or not name:
+        if not isinstance(name, str):
             raise ConfigurationError(f"self.log(name={name!r}): the name must be a non-empty "
                                      "string")
+        if not name:  # Lightning logs it under ""
+            _SHARED_NAME.warn("self.log('', ...): the name is empty; it is logged under '' as "
+                              "in Lightning. Give it a name", category=UserWarning)
         fx = reduce_fx.__name__ if callable(reduce_fx) else reduce_fx
         fx = {"amax": "max", "amin": "min"}.get(fx, fx)
         if fx not in REDUCTIONS:
@@ -245,8 +252,12 @@ class Results:
         full = name + suffix
         for other in self.entries.values():
             if other.name == full and other.hook != self.hook:
-                raise ConfigurationError(f"self.log({name!r}) is called from both "
-                                         f"{other.hook} and {self.hook}; use different names")
+                _SHARED_NAME.warn(
+                    f"self.log({name!r}) is called from both {other.hook} and {self.hook}: "
+                    f"where both give a value, the one logged from {self.hook} is the one "
+                    "callbacks, the progress bar and the loggers see (Lightning's rule). Use "
+                    "different names to keep both", category=RuntimeWarning)
+                break
         metric_type = _metric_type()
         is_metric = metric_type is not None and isinstance(value, metric_type)
         entry = LoggedValue(name, self.hook, prog_bar, logger, on_step, on_epoch, fx, sync_dist,
@@ -286,10 +297,14 @@ class Results:
     # ------------------------------------------------------------------ reading
 
     def epoch_values(self) -> dict[str, tuple[LoggedValue, torch.Tensor]]:
-        """Reduce every epoch-level value (with ``sync_dist`` across processes)."""
+        """Reduce every epoch-level value (with ``sync_dist`` across processes). A torchmetrics
+        ``Metric`` is reset here whether it was logged per epoch or per step only (Lightning
+        resets them all at the end of each epoch), so it never accumulates across epochs."""
         out = {}
         for entry in self.entries.values():
             if not entry.on_epoch:
+                if entry.metric is not None and entry.metric.update_count:
+                    entry.metric.reset()  # (once: the epoch's end may read twice)
                 continue
             synced = entry.sync_dist and not entry.rank_zero_only and entry.metric is None
             if synced and entry.reduce_fx == "mean":

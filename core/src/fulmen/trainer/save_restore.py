@@ -39,9 +39,9 @@ def dump(trainer: StageHost, weights_only: bool = False) -> dict[str, Any]:
         "epoch": trainer.current_epoch,
         "global_step": trainer.global_step,
         "state_dict": trainer.strategy.module_state_dict(),
-        "hyper_parameters": encode_hparams(dict(trainer.module.hparams),
-                                           type(trainer.module).__name__),
-        "hparams_name": trainer.module.hparams_name,
+        trainer.module.CHECKPOINT_HYPER_PARAMS_KEY: encode_hparams(
+            dict(trainer.module.hparams), type(trainer.module).__name__),
+        trainer.module.CHECKPOINT_HYPER_PARAMS_NAME: trainer.module.hparams_name,
         manifest.KEY: manifest.origin(trainer.strategy.name, trainer.world_size, trainer.num_nodes,
                                       str(trainer.precision), trainer.strategy.device_mesh,
                                       trainer.strategy.data_parallel_size),
@@ -85,9 +85,15 @@ def select(trainer: StageHost, stage: str, ckpt_path: Any, model_provided: bool)
     return "best"
 
 
+def _method(trainer: StageHost) -> str:
+    """The running Trainer method's name (``"fit"``, ``"validate"``...), for messages."""
+    fn = trainer.state.fn
+    return "fit" if fn is None else str(fn.value)
+
+
 def _best(trainer: StageHost) -> str:
     """The best checkpoint of the first ModelCheckpoint (Lightning's errors and warning)."""
-    stage, callbacks = trainer.state, trainer.checkpoint_callbacks
+    stage, callbacks = _method(trainer), trainer.checkpoint_callbacks
     instead = ("Pass a checkpoint file" if stage == "fit" else
                f"Pass the model to use its weights as they are (trainer.{stage}(model, ...)), "
                "or a checkpoint file")
@@ -131,7 +137,7 @@ def resolve_path(trainer: StageHost, ckpt_path: Any) -> str | None:
                 places = [f"default_root_dir={trainer.default_root_dir!r} (hpc_ckpt_<n>.ckpt)"]
                 if cb is not None and cb.dirpath:
                     places.append(f"ModelCheckpoint dirpath={str(cb.dirpath)!r}")
-                rank_zero_warn(f'.{trainer.state}(ckpt_path="last") is set, but there is no '
+                rank_zero_warn(f'.{_method(trainer)}(ckpt_path="last") is set, but there is no '
                                f"last checkpoint available in {' or '.join(places)}. No "
                                "checkpoint will be loaded: the run starts fresh. HINT: Set "
                                "`ModelCheckpoint(..., save_last=True)`.")
@@ -156,24 +162,27 @@ def newest_agreed(trainer: StageHost) -> str | None:
 
 def newest(trainer: StageHost) -> str | None:
     """The most recently written complete checkpoint: a preemption checkpoint in
-    default_root_dir or one of ModelCheckpoint's (``last.ckpt`` or any other in its dirpath).
+    default_root_dir or one of a ModelCheckpoint's (its ``CHECKPOINT_NAME_LAST`` file or any
+    other with its ``FILE_EXTENSION`` in its dirpath; every ModelCheckpoint, as Lightning).
 
     Saves are atomic (a checkpoint gets its name only once whole), so a save a killed job left
     behind has a temporary name and is never a candidate; a candidate that is still incomplete
     (a directory missing a file its manifest lists, a truncated file, copied in part) is
     skipped with a warning and the next newest is taken."""
     candidates = [p for _, p in hpc_checkpoints(trainer.default_root_dir)]
-    cb, last = trainer.checkpoint_callback, None
-    if cb is not None:
+    lasts: set[str] = set()
+    for cb in trainer.checkpoint_callbacks:  # each with its own names and FILE_EXTENSION
         last = cb.find_last()
-        candidates += [last] if last else []
+        if last:
+            candidates.append(last)
+            lasts.add(last)
         if cb.dirpath and storage.exists(cb.dirpath):
             candidates += [storage.join(cb.dirpath, name)
                            for name in storage.listdir(cb.dirpath)
                            if name.endswith(cb.FILE_EXTENSION)]
     existing = {p: storage.mtime(p) for p in dict.fromkeys(candidates) if storage.exists(p)}
-    # on a tie (object stores count whole seconds) the "last" file wins
-    for path in sorted(existing, key=lambda p: (existing[p], p == last), reverse=True):
+    # on a tie (object stores count whole seconds) a "last" file wins
+    for path in sorted(existing, key=lambda p: (existing[p], p in lasts), reverse=True):
         problem = incomplete(path)
         if problem is None:
             return path
@@ -209,7 +218,7 @@ def incomplete(path: str) -> str | None:
     return None
 
 
-def restore(trainer: StageHost, stage: str, ckpt_path: Any, weights_only: bool
+def restore(trainer: StageHost, stage: str, ckpt_path: Any, weights_only: bool | None
             ) -> dict[str, Any] | None:
     """Load ``ckpt_path`` into the module (every stage) and, under fit, into callbacks,
     optimizers, schedulers, precision and datamodule; the checkpoint a fit resumes from."""

@@ -24,6 +24,7 @@ from fulmen.status import configure_logging
 from fulmen.trainer import config, default_callbacks, save_restore
 from fulmen.trainer.hooks import HookTable
 from fulmen.trainer.preemption import FitPreemption, Preempted
+from fulmen.trainer.states import STAGE_OF, TrainerFn, TrainerStatus
 from fulmen.utilities.rank_zero import set_rank
 
 if TYPE_CHECKING:
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
 
 
 def run_stage(trainer: StageHost, stage: str, model: Module, datamodule: DataModule | None,
-              ckpt_path: Any, weights_only: bool, loaders: dict[str, Any], *extra: Any) -> Any:
+              ckpt_path: Any, weights_only: bool | None, loaders: dict[str, Any],
+              *extra: Any) -> Any:
     """One stage in this process, watched by the hang doctor from its first line: every
     wait for another rank (process group, setup, broadcasts, barriers, prepare_data, the
     first batch, the loops) is reported if it stalls, and a stalled job ends. A single
@@ -51,11 +53,14 @@ def run_stage(trainer: StageHost, stage: str, model: Module, datamodule: DataMod
         doctor.stop()
 
 def _run_stage(trainer: StageHost, doctor: HangDoctor, stage: str, model: Module,
-               datamodule: DataModule | None, ckpt_path: Any, weights_only: bool,
+               datamodule: DataModule | None, ckpt_path: Any, weights_only: bool | None,
                loaders: dict[str, Any], *extra: Any) -> Any:
     """One stage in this process: set-up, restore, loop, teardown."""
     quick_exit.install()  # in a spawned rank too, where __init__ did not run
-    trainer.state, trainer.module, trainer.datamodule = stage, model, datamodule
+    fn = TrainerFn(stage)
+    trainer.state.fn, trainer.state.status, trainer.state.stage = fn, TrainerStatus.RUNNING, \
+        STAGE_OF[fn]
+    trainer.module, trainer.datamodule = model, datamodule
     run = trainer.run_state
     run.stage_loaders, run.trials, run.trials_seen = loaders, 0, 0
     run.fit_data = None
@@ -127,21 +132,27 @@ def _run_stage(trainer: StageHost, doctor: HangDoctor, stage: str, model: Module
             else:
                 result = trainer.evaluation_loop.run_stage(stage, loaders, *extra)
     except Preempted as stop:  # the checkpoint is written: leave like a finished run
+        trainer.state.status = TrainerStatus.INTERRUPTED
         _teardown(trainer, hook_stage, failed=False, status=INTERRUPTED)
+        trainer.state.stage = None
         raise SystemExit(stop.exit_code) from None
     except StageExit:  # a callback ended the stage on purpose (the tuner, after tuning)
         _teardown(trainer, hook_stage, failed=False)
+        trainer.state.status, trainer.state.stage = TrainerStatus.FINISHED, None
         return None
     except BaseException as exc:
+        trainer.state.status = TrainerStatus.INTERRUPTED  # before on_exception (Lightning)
         trainer.strategy.on_exception(exc)
         trainer.hooks("on_exception", exc)
         if datamodule is not None:
             datamodule.on_exception(exc)
         _teardown(trainer, hook_stage, failed=True, status=INTERRUPTED
                        if isinstance(exc, KeyboardInterrupt) else FAILED)
+        trainer.state.stage = None  # after teardown, which may read it (Lightning)
         raise
     with hang.phase("teardown"):
         _teardown(trainer, hook_stage, failed=False)
+    trainer.state.status, trainer.state.stage = TrainerStatus.FINISHED, None
     trainer.profiler.describe()
     return result
 

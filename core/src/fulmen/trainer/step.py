@@ -27,10 +27,13 @@ from fulmen import compiling
 from fulmen.errors import ConfigurationError
 from fulmen.trainer.batches import batch_idx_as_taken, overridden, profiled_step
 from fulmen.trainer.finite import NonFiniteWatch, loss_of_output
+from fulmen.utilities.rank_zero import WarningCache
 
 if TYPE_CHECKING:
     from fulmen.trainer.loop_host import LoopHost
     from fulmen.trainer.results import Results
+
+_LEAF_LOSS = WarningCache()
 
 
 def training_step_call(trainer: LoopHost) -> Any:
@@ -125,6 +128,7 @@ class AutomaticStep:
         if self.own_step:
             module = trainer.module
             assert module is not None
+            self.results.hook = "optimizer_step"  # self.log there is per step (Lightning)
             module.optimizer_step(self.epoch, batch_idx, self.user_optimizer, self.closure)
         else:
             self.strategy.optimizer_step(self.optimizer, self.closure, self.after)
@@ -179,11 +183,15 @@ def loss_of(output: Any) -> torch.Tensor | None:
                                      f"{tuple(loss.shape)}; the loss must be a scalar (reduce "
                                      "it, e.g. .mean())")
         if loss is not None and (not loss.requires_grad or loss.grad_fn is None):
-            what = "does not require grad" if not loss.requires_grad else "has no grad_fn (a " \
-                "leaf tensor, not computed from the model's parameters)"
-            raise ConfigurationError(f"training_step returned a loss that {what}: was it "
-                                     "detached, rebuilt with torch.tensor(), or computed under "
-                                     "torch.no_grad()?")
+            if loss.requires_grad:  # a leaf: backward runs (Lightning trains on), changes nothing
+                _LEAF_LOSS.warn("training_step returned a loss that has no grad_fn (a leaf "
+                                "tensor, not computed from the model's parameters), so "
+                                "backward trains nothing: was it rebuilt with "
+                                "torch.tensor(..., requires_grad=True)?", category=RuntimeWarning)
+                return loss
+            raise ConfigurationError("training_step returned a loss that does not require "
+                                     "grad: was it detached, rebuilt with torch.tensor(), or "
+                                     "computed under torch.no_grad()?")
         return loss
     raise ConfigurationError(f"training_step returned a {type(loss).__name__}; return the loss "
                              "tensor, a dict with 'loss', or None to skip the batch")

@@ -29,6 +29,7 @@ from fulmen.trainer.predict_loop import PredictionLoop
 from fulmen.trainer.progress import RunState
 from fulmen.trainer.properties import TrainerProperties
 from fulmen.trainer.stage import run_stage
+from fulmen.trainer.states import STAGE_OF, TrainerFn, TrainerState, TrainerStatus
 from fulmen.utilities.rank_zero import current_rank, rank_zero_warn
 
 
@@ -258,8 +259,9 @@ class Trainer(TrainerProperties):
         #: stays). Read at each epoch start; ``StochasticWeightAveraging`` sets it for the epoch
         #: that recomputes batch-norm statistics. Automatic optimization only.
         self.skip_backward = False
-        self.state = "initializing"
-        self.sanity_checking = False
+        #: where the Trainer is: the method running (``state.fn``), the loop inside it
+        #: (``state.stage``) and the status, as Lightning's ``trainer.state``
+        self.state = TrainerState()
         self.ckpt_path: str | None = None  # the checkpoint the last stage restored from
         self.num_training_batches: int | float = 0
         self.num_val_batches: list[int | float] = []
@@ -281,43 +283,46 @@ class Trainer(TrainerProperties):
 
     def fit(self, model: Module, train_dataloaders: Any = None, val_dataloaders: Any = None,
             datamodule: DataModule | None = None, ckpt_path: str | Path | None = None,
-            weights_only: bool = True) -> None:
+            weights_only: bool | None = None) -> None:
         """Train ``model``; validate along the way when validation data exists."""
-        if isinstance(train_dataloaders, DataModule):
-            datamodule, train_dataloaders = train_dataloaders, None
-        model = config.check_call(self, model, datamodule, "fit", train_dataloaders,
-                                  val_dataloaders)
-        self.module, self.datamodule = model, datamodule
-        self.strategy.launch(self._run, "fit", model, datamodule, ckpt_path, weights_only,
-                             {"train": train_dataloaders, "val": val_dataloaders})
+        with self._running(TrainerFn.FITTING):
+            if isinstance(train_dataloaders, DataModule):
+                datamodule, train_dataloaders = train_dataloaders, None
+            model = config.check_call(self, model, datamodule, "fit", train_dataloaders,
+                                      val_dataloaders)
+            self.module, self.datamodule = model, datamodule
+            self.strategy.launch(self._run, "fit", model, datamodule, ckpt_path, weights_only,
+                                 {"train": train_dataloaders, "val": val_dataloaders})
 
     def validate(self, model: Module | None = None, dataloaders: Any = None,
                  ckpt_path: str | Path | None = None, datamodule: DataModule | None = None,
-                 verbose: bool = True, weights_only: bool = True) -> list[dict[str, float]]:
+                 verbose: bool = True, weights_only: bool | None = None) -> list[dict[str, float]]:
         """Run the validation loop once; returns one dict of metrics per dataloader."""
         return self._evaluate("validate", model, dataloaders, ckpt_path, datamodule, verbose,
                               weights_only)
 
     def test(self, model: Module | None = None, dataloaders: Any = None,
              ckpt_path: str | Path | None = None, datamodule: DataModule | None = None,
-             verbose: bool = True, weights_only: bool = True) -> list[dict[str, float]]:
+             verbose: bool = True, weights_only: bool | None = None) -> list[dict[str, float]]:
         """Run the test loop; returns one dict of metrics per dataloader."""
         return self._evaluate("test", model, dataloaders, ckpt_path, datamodule, verbose,
                               weights_only)
 
     def predict(self, model: Module | None = None, dataloaders: Any = None,
                 datamodule: DataModule | None = None, ckpt_path: str | Path | None = None,
-                return_predictions: bool = True, weights_only: bool = True) -> Any:
+                return_predictions: bool = True, weights_only: bool | None = None) -> Any:
         """Run ``predict_step`` over the data; a list of outputs (one list per dataloader when
         there are several)."""
-        if isinstance(dataloaders, DataModule):
-            datamodule, dataloaders = dataloaders, None
-        ckpt_path = save_restore.select(self, "predict", ckpt_path, model is not None)
-        model = config.check_call(self, model or self.module, datamodule, "predict", dataloaders)
-        self.module, self.datamodule = model, datamodule
-        return self.strategy.launch(self._run, "predict", model, datamodule, ckpt_path,
-                                    weights_only, {"predict": dataloaders},
-                                    return_predictions)
+        with self._running(TrainerFn.PREDICTING):
+            if isinstance(dataloaders, DataModule):
+                datamodule, dataloaders = dataloaders, None
+            ckpt_path = save_restore.select(self, "predict", ckpt_path, model is not None)
+            model = config.check_call(self, model or self.module, datamodule, "predict",
+                                      dataloaders)
+            self.module, self.datamodule = model, datamodule
+            return self.strategy.launch(self._run, "predict", model, datamodule, ckpt_path,
+                                        weights_only, {"predict": dataloaders},
+                                        return_predictions)
 
     def save_checkpoint(self, filepath: str | Path, weights_only: bool = False) -> None:
         """Write a checkpoint of the running state (weights only: model and hyper-parameters)."""
@@ -365,18 +370,34 @@ class Trainer(TrainerProperties):
 
     def _evaluate(self, stage: str, model: Module | None, dataloaders: Any, ckpt_path: Any,
                   datamodule: DataModule | None, verbose: bool,
-                  weights_only: bool) -> list[dict[str, float]]:
-        if isinstance(dataloaders, DataModule):
-            datamodule, dataloaders = dataloaders, None
-        ckpt_path = save_restore.select(self, stage, ckpt_path, model is not None)
-        model = config.check_call(self, model or self.module, datamodule, stage, dataloaders)
-        self.module, self.datamodule = model, datamodule
-        key = "val" if stage == "validate" else "test"
-        return self.strategy.launch(self._run, stage, model, datamodule, ckpt_path, weights_only,
-                                    {key: dataloaders}, verbose)
+                  weights_only: bool | None) -> list[dict[str, float]]:
+        with self._running(TrainerFn(stage)):
+            if isinstance(dataloaders, DataModule):
+                datamodule, dataloaders = dataloaders, None
+            ckpt_path = save_restore.select(self, stage, ckpt_path, model is not None)
+            model = config.check_call(self, model or self.module, datamodule, stage,
+                                      dataloaders)
+            self.module, self.datamodule = model, datamodule
+            key = "val" if stage == "validate" else "test"
+            return self.strategy.launch(self._run, stage, model, datamodule, ckpt_path,
+                                        weights_only, {key: dataloaders}, verbose)
+
+    @contextlib.contextmanager
+    def _running(self, fn: TrainerFn) -> Iterator[None]:
+        """``state`` as Lightning sets it around fit/validate/test/predict: the method, its
+        first stage and ``running``; afterwards ``finished`` (``interrupted`` when it raised)
+        and no stage. (In a process that ran the stage, :func:`run_stage` set the same.)"""
+        self.state.fn, self.state.status, self.state.stage = fn, TrainerStatus.RUNNING, \
+            STAGE_OF[fn]
+        try:
+            yield
+        except BaseException:
+            self.state.status, self.state.stage = TrainerStatus.INTERRUPTED, None
+            raise
+        self.state.status, self.state.stage = TrainerStatus.FINISHED, None
 
     def _run(self, stage: str, model: Module, datamodule: DataModule | None, ckpt_path: Any,
-             weights_only: bool, loaders: dict[str, Any], *extra: Any) -> Any:
+             weights_only: bool | None, loaders: dict[str, Any], *extra: Any) -> Any:
         """One stage in this process (:func:`fulmen.trainer.stage.run_stage`)."""
         return run_stage(self, stage, model, datamodule, ckpt_path, weights_only, loaders,
                          *extra)

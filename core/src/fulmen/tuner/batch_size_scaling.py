@@ -167,7 +167,7 @@ def dataset_length(trainer: Any) -> int | None:
     None when unknown (an iterable dataset)."""
     from fulmen.datamodule import DataModule
 
-    method = DATA_METHODS[trainer.state]
+    method = DATA_METHODS[trainer.state.fn]
     datamodule = trainer.datamodule
     owner = datamodule if datamodule is not None and \
         getattr(type(datamodule), method) is not getattr(DataModule, method) \

@@ -40,12 +40,13 @@ def run_trial(trainer: StageHost, steps: int, callbacks: Sequence[Callback] = ()
     the state is saved, before the trial: change learning rates or ``lr_scheduler_configs``
     there, and they are put back too.
     """
-    if trainer.module is None or trainer.hooks is None or trainer.state not in STAGE_LIMITS:
+    fn = trainer.state.fn
+    if trainer.module is None or trainer.hooks is None or fn is None or fn not in STAGE_LIMITS:
         raise FulmenError("trainer.run_trial runs inside a stage: call it from a callback "
                           "hook of fit/validate/test/predict (e.g. on_fit_start)")
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ConfigurationError(f"trainer.run_trial(steps={steps!r}): expected an int >= 1")
-    stage = trainer.state
+    stage = str(fn.value)
     saved_flags = {flag: getattr(trainer, flag) for flag in STAGE_LIMITS[stage]}
     run = trainer.run_state
     loaders = run.stage_loaders
@@ -60,7 +61,8 @@ def run_trial(trainer: StageHost, steps: int, callbacks: Sequence[Callback] = ()
     schedulers = list(trainer.lr_scheduler_configs)
     scheduler_states = [copy.deepcopy(c.scheduler.state_dict()) for c in schedulers]
     rng = rng_states()
-    outer = (trainer.callbacks, trainer.hooks, trainer.loggers, trainer.module.training)
+    outer = (trainer.callbacks, trainer.hooks, trainer.loggers, trainer.module.training,
+             trainer.state.stage)
     trainer.callbacks = list(callbacks)
     trainer.hooks = HookTable(trainer, trainer.module, trainer.callbacks)
     trainer.loggers = []
@@ -86,7 +88,7 @@ def run_trial(trainer: StageHost, steps: int, callbacks: Sequence[Callback] = ()
          trainer.num_training_batches, trainer.num_val_batches, run.restore,
          run.loop_state) = counters
         trainer.metrics.restore(metrics)
-        trainer.callbacks, trainer.hooks, trainer.loggers, training = outer
+        trainer.callbacks, trainer.hooks, trainer.loggers, training, trainer.state.stage = outer
         strategy.load_module_state_dict(state)
         for optimizer, optimizer_state in zip(trainer.optimizers, optimizer_states):
             strategy.load_optimizer_state(optimizer, optimizer_state)

@@ -1,15 +1,14 @@
 """Run code or emit messages on global rank zero only, as ``lightning.pytorch.utilities`` does.
 
-The rank is read from the environment (``RANK``, ``LOCAL_RANK``, ``SLURM_PROCID``,
-``JSM_NAMESPACE_RANK``, first found wins) when this module is imported, before any process group
-exists; the Trainer and Lite set ``rank_zero_only.rank`` to the global rank once they know it.
-No torch import.
-
-The helpers have ``lightning_utilities.core.rank_zero``'s names, signatures and stack levels,
-but live here: importing that module runs ``lightning_utilities``' package ``__init__``, which
-imports ``packaging``'s requirement parser and ``importlib.metadata`` (about 3 000 objects and
-20-60 ms after ``import torch``) that a run never uses, and that alone tipped the Trainer's
-start-up into a full garbage collection of torch's objects (about 0.1 s).
+``rank_zero_only`` is ``lightning_utilities.core.rank_zero.rank_zero_only`` itself, as in
+Lightning, so one ``rank_zero_only.rank`` rules this module's helpers, Lightning's
+(``lightning.pytorch.utilities.rank_zero``, ``lightning.fabric.utilities.rank_zero``) and any
+library decorating with lightning_utilities' directly. Importing this module sets it from the
+environment (``RANK``, ``LOCAL_RANK``, ``SLURM_PROCID``, ``JSM_NAMESPACE_RANK``, first found
+wins; 0 when none is set), unless something set it already, as Lightning does at import; the
+Trainer and Lite set it to the global rank once they know it (:func:`set_rank`). No torch
+import (lightning_utilities' package imports none; it costs about 20 ms after ``import torch``,
+paid once per process, for every ``rank_zero_only`` to agree).
 """
 
 from __future__ import annotations
@@ -17,12 +16,9 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from collections.abc import Callable
-from functools import wraps
-from typing import Any, ParamSpec, TypeVar, overload
+from typing import Any
 
-T = TypeVar("T")
-P = ParamSpec("P")
+from lightning_utilities.core.rank_zero import rank_zero_only
 
 log = logging.getLogger("fulmen")
 if log.level == logging.NOTSET:  # as Lightning does: info messages show unless configured
@@ -31,6 +27,11 @@ if not logging.getLogger().hasHandlers() and not log.handlers:
     log.addHandler(logging.StreamHandler())
     log.propagate = False
 RANK_VARIABLES = ("RANK", "LOCAL_RANK", "SLURM_PROCID", "JSM_NAMESPACE_RANK")
+
+# what this module serves (``rank_zero_only`` is lightning_utilities', re-exported)
+__all__ = ["WarningCache", "current_rank", "get_rank", "rank_prefixed_message",
+           "rank_zero_debug", "rank_zero_deprecation", "rank_zero_info", "rank_zero_only",
+           "rank_zero_warn", "set_rank"]
 
 
 def get_rank() -> int | None:
@@ -62,28 +63,10 @@ def _rank_at_import() -> int:
         return 0
 
 
-@overload
-def rank_zero_only(fn: Callable[P, T]) -> Callable[P, T | None]: ...
-
-
-@overload
-def rank_zero_only(fn: Callable[P, T], default: T) -> Callable[P, T]: ...
-
-
-def rank_zero_only(fn: Callable[P, T], default: T | None = None) -> Callable[P, T | None]:
-    """Decorator: ``fn`` runs on global rank 0 only; other ranks get ``default``. The rank is
-    ``rank_zero_only.rank``, read at each call."""
-
-    @wraps(fn)
-    def wrapped(*args: P.args, **kwargs: P.kwargs) -> T | None:
-        if rank_zero_only.rank == 0:  # type: ignore[attr-defined]
-            return fn(*args, **kwargs)
-        return default
-
-    return wrapped
-
-
-rank_zero_only.rank = _rank_at_import()  # type: ignore[attr-defined]
+# One decorator and one rank for fulmen, Lightning and lightning_utilities (Lightning's own
+# ``rank_zero_only`` is this object): set on import unless already set (Lightning's rule).
+if getattr(rank_zero_only, "rank", None) is None:
+    rank_zero_only.rank = _rank_at_import()  # type: ignore[attr-defined]
 
 
 @rank_zero_only
@@ -140,5 +123,7 @@ def current_rank() -> int:
 
 
 def set_rank(rank: int) -> None:
-    """Make ``rank_zero_only`` (and everything built on it) use ``rank`` from now on."""
+    """Make ``rank_zero_only`` (and everything built on it: fulmen's, Lightning's and
+    lightning_utilities' helpers) use ``rank`` from now on; the strategy's set-up calls it on
+    every rank."""
     rank_zero_only.rank = rank  # type: ignore[attr-defined]
