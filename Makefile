@@ -18,7 +18,7 @@ SRC    := $(foreach d,$(DISTS) $(PLUGIN_DISTS),$(d)/src)
 # half-way leaves a lock that makes every later run wait forever.
 export TORCH_EXTENSIONS_DIR := $(abspath $(VENV))/torch_extensions
 
-.PHONY: install install-horovod demo test test-all test-gpu lint bench docs clean
+.PHONY: install install-horovod ecosystem demo test test-all test-gpu lint bench docs clean
 
 install: $(STAMP)
 
@@ -32,6 +32,8 @@ $(STAMP): constraints.txt requirements-dev.txt $(foreach d,$(DISTS) $(META) $(PL
 	$(PIP) install -q -c constraints.txt -r requirements-dev.txt $(foreach d,$(DISTS) $(META) $(PLUGIN_DISTS),-e ./$(d))
 	# Build DeepSpeed's CPU op now, once, rather than inside the first timed test run.
 	$(PY) -c "from deepspeed.comm.torch import build_shm_op; build_shm_op()" >/dev/null
+	# scvi-tools' own tests, from its PyPI sdist (nothing of theirs is committed): make test runs a few
+	$(PY) tests/ecosystem/fetch_tests.py $(VENV)/ecosystem-tests scvi-tools
 	touch $(STAMP)
 
 # Horovod (strategy="horovod"): built from its sdist against the installed torch (4-15 minutes on
@@ -45,16 +47,20 @@ demo: install
 	PYTHONPATH=docs/examples $(PY) -m fulmen fit --config docs/examples/digits.yaml
 
 # `make test` runs the representative suite (CI); `make test-all` adds the exhaustive matrices
-# and long multi-process runs marked `slow`.
+# and long multi-process runs marked `slow`, among them the six libraries' slices in the
+# ecosystem venvs `make ecosystem` builds outside the repository (FULMEN_ECO_DIR, ~4 GB).
 test: install
 	$(PY) -m ruff check .
 	$(PY) -m mypy $(SRC)
 	$(PY) -m pytest -q -m "not slow"
 
-test-all: install
+test-all: install ecosystem
 	$(PY) -m ruff check .
 	$(PY) -m mypy $(SRC)
 	$(PY) -m pytest -q
+
+ecosystem: install
+	PYTHON=$(PYTHON) bash tests/ecosystem/build_env.sh
 
 # The CUDA tier (tests marked `gpu`: tests/gpu and a few beside their CPU tests); each test is
 # skipped without a CUDA device. On a machine without the network (the lent GPU), install the
