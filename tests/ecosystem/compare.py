@@ -4,7 +4,8 @@
 
 Prints the pass counts, then every test that passes on Lightning and not under fulmen, grouped by
 the first ``E   ...`` line of its failure (one group per distinct cause). Where pytest stopped
-before writing FULMEN.xml (a conftest that did not import), FULMEN.log beside it is read.
+before writing FULMEN.xml, or reported no test (a conftest that did not import), FULMEN.log
+beside it gives the cause.
 """
 
 from __future__ import annotations
@@ -41,9 +42,10 @@ def main(lightning_xml: str, fulmen_xml: str) -> None:
     ok = [k for k in passing if fulmen.get(k, ("missing", ""))[0] == "passed"]
     print(f"Lightning: {len(passing)} passed of {len(lightning)}; fulmen: {len(ok)} of those pass")
     groups: dict[str, list[str]] = defaultdict(list)
+    unreported = ("missing", _first_error(report.with_suffix(".log")))  # a conftest that failed
     for k in passing:
         module = k.partition("::")[0]
-        state, why = fulmen.get(k) or fulmen.get(module) or ("missing", "not reported")
+        state, why = fulmen.get(k) or fulmen.get(module) or unreported
         if state != "passed":
             groups[cause(why) or state].append(k)
     for why, ids in sorted(groups.items(), key=lambda kv: -len(kv[1])):
