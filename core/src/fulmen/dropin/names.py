@@ -116,8 +116,7 @@ SHARED: dict[str, str] = {
     **_in("fulmen.callbacks.weight_averaging", "EMAWeightAveraging WeightAveraging"),
     # ------------------------------------------------------------ loggers
     **_in("fulmen.loggers", "CSVLogger CometLogger MLFlowLogger TensorBoardLogger WandbLogger"),
-    "FabricCSVLogger": "fulmen.loggers:CSVLogger",
-    "FabricTensorBoardLogger": "fulmen.loggers:TensorBoardLogger",
+    **_in("fulmen.loggers.fabric", "FabricCSVLogger FabricTensorBoardLogger"),
     "Logger": "fulmen.api:Logger",
     "FabricLogger": "fulmen.api:Logger",
     "rank_zero_experiment": "fulmen.api.logger:rank_zero_experiment",
@@ -240,6 +239,8 @@ _ENVIRONMENTS = {"ClusterEnvironment": "fulmen.api:ClusterEnvironment"}
 _UTILITIES = {"is_overridden": "fulmen.utilities.model_helpers:is_overridden",
               "MisconfigurationException": "fulmen.errors:ConfigurationError"}
 _TYPES = ("fulmen.utilities.types",)
+_FABRIC_LOGGERS = {"CSVLogger": "fulmen.loggers.fabric:FabricCSVLogger",
+                   "TensorBoardLogger": "fulmen.loggers.fabric:FabricTensorBoardLogger"}
 #: Fabric's modules use lightning_utilities' ``is_overridden`` (any parent class)
 _LU_OVERRIDDEN = {"is_overridden": "lightning_utilities.core.overrides:is_overridden"}
 
@@ -322,7 +323,10 @@ _EXPLICIT: dict[str, ModuleMap] = {
     "lightning.fabric.plugins.precision": ModuleMap(names=_PRECISION),
     "lightning.fabric.plugins.environments": ModuleMap(("fulmen_environments",), _ENVIRONMENTS),
     "lightning.fabric.plugins.io": ModuleMap(names=_IO),
-    "lightning.fabric.loggers": ModuleMap(("fulmen.loggers",)),
+    # Fabric's loggers take root_dir (fulmen.loggers.fabric)
+    "lightning.fabric.loggers": ModuleMap(names=_FABRIC_LOGGERS),
+    "lightning.fabric.loggers.csv_logs": ModuleMap(names=_FABRIC_LOGGERS),
+    "lightning.fabric.loggers.tensorboard": ModuleMap(names=_FABRIC_LOGGERS),
 }
 
 
