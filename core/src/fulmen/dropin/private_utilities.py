@@ -17,7 +17,6 @@ from types import ModuleType
 from typing import Any
 
 from lightning_utilities.core.imports import compare_version
-from lightning_utilities.core.overrides import is_overridden
 
 __all__ = ["distributed_is_initialized", "has_meta_device_parameters_or_buffers",
            "load_external_callbacks", "materialize", "materialize_meta_tensors",
@@ -129,7 +128,9 @@ def register_classes(registry: Any, method: str, module: ModuleType, parent: typ
     """Call ``cls.<method>(registry)`` for each ``parent`` subclass of ``module`` that
     overrides it (how Lightning's accelerators and strategies add their names)."""
     for _, member in getmembers(module, isclass):
-        if issubclass(member, parent) and is_overridden(method, member, parent):
+        # defined below ``parent`` (fulmen's base classes need not define ``method`` at all)
+        if issubclass(member, parent) and any(method in vars(k) for k in member.__mro__
+                                              if k not in parent.__mro__):
             getattr(member, method)(registry)
 
 

@@ -23,6 +23,12 @@ class FabricCSVLogger(CSVLogger):
                  flush_logs_every_n_steps: int = 100) -> None:
         super().__init__(save_dir=root_dir, name=name or "", version=version, prefix=prefix,
                          flush_logs_every_n_steps=flush_logs_every_n_steps)
+        self._calls = 0
+
+    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+        """``step`` None: the number of earlier calls, as Fabric's ``CSVLogger``."""
+        super().log_metrics(metrics, self._calls if step is None else step)
+        self._calls += 1
 
     @property
     def root_dir(self) -> str:
