@@ -98,7 +98,8 @@ out["unknown_private"] = errors
 # scvi-tools' parse_device_args
 from lightning.pytorch.trainer.connectors.accelerator_connector import _AcceleratorConnector
 flags = []
-for accelerator, devices in (("cpu", 1), ("auto", "auto"), ("cpu", 2), ("cpu", "auto"), ("cpu", "3")):
+for accelerator, devices in (("cpu", 1), ("auto", "auto"), ("cpu", 2), ("cpu", "auto"),
+                             ("cpu", "3")):
     c = _AcceleratorConnector(accelerator=accelerator, devices=devices)
     flags.append([c._accelerator_flag, c._devices_flag, [str(d) for d in c._parallel_devices],
                   type(c.strategy).__name__])
@@ -142,7 +143,8 @@ state = {"w": torch.randn(3, 4), "p": torch.nn.Parameter(torch.arange(6.0).view(
          "n": 7, "half": torch.ones(2, dtype=torch.float16)}
 torch.save(state, path)
 lazy = _lazy_load(path)
-out["lazy"] = [type(lazy["w"]) is _NotYetLoadedTensor, list(lazy["w"].shape), str(lazy["half"].dtype),
+out["lazy"] = [type(lazy["w"]) is _NotYetLoadedTensor, list(lazy["w"].shape),
+               str(lazy["half"].dtype),
                lazy["n"], torch.equal(lazy["w"].to(torch.float32), state["w"]),
                torch.equal(torch.add(lazy["p"], 0), state["p"].detach()),
                type(lazy["p"]._load_tensor()).__name__]

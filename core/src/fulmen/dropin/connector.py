@@ -58,7 +58,7 @@ class AcceleratorConnector:
 
     @staticmethod
     def _choose_auto_accelerator() -> str:
-        """``accelerator="auto"``: what this machine has (Lightning's ``_select_auto_accelerator``)."""
+        """``accelerator="auto"``: what this machine has (``_select_auto_accelerator``)."""
         from fulmen.dropin.device_parser import select_auto_accelerator
 
         return select_auto_accelerator()

@@ -55,7 +55,8 @@ class NotYetLoadedTensor:
         return torch._tensor._rebuild_from_type_v2(func, new_type, args, state)
 
     @classmethod
-    def rebuild_parameter(cls, data: Any, requires_grad: bool, backward_hooks: OrderedDict[Any, Any],
+    def rebuild_parameter(cls, data: Any, requires_grad: bool,
+                          backward_hooks: OrderedDict[Any, Any],
                           *, archiveinfo: LazyLoadingUnpickler | None = None) -> Any:
         if isinstance(data, NotYetLoadedTensor):
             old_lt = data._load_tensor

@@ -26,9 +26,9 @@ _PYTORCH_IMPORTS = _flags(
     "TORCHMETRICS_GREATER_EQUAL_0_9_1 TORCHMETRICS_GREATER_EQUAL_0_11 "
     "TORCHMETRICS_GREATER_EQUAL_1_0_0 TORCH_EQUAL_2_8 TORCH_EQUAL_2_9 TORCH_GREATER_EQUAL_2_8")
 _DEVICE_PARSER = {f"_{n}": f"{_PARSER}:{n}" for n in (
-    "check_data_type check_unique determine_root_gpu_device get_all_available_gpus "
-    "normalize_parse_gpu_input_to_list normalize_parse_gpu_string_input parse_gpu_ids "
-    "sanitize_gpu_ids select_auto_accelerator").split()}
+    "check_data_type", "check_unique", "determine_root_gpu_device", "get_all_available_gpus",
+    "normalize_parse_gpu_input_to_list", "normalize_parse_gpu_string_input", "parse_gpu_ids",
+    "sanitize_gpu_ids", "select_auto_accelerator")}
 _RUNIF = {"_runif_reasons": f"{_UTIL}:runif_reasons"}
 _WRAPPERS = {"_FabricOptimizer": "fulmen.lite_wrappers:LiteOptimizer",
              "_FabricModule": "fulmen.lite_wrappers:LiteModule",

@@ -52,8 +52,8 @@ class CometLogger(MissingTrackerLogger):
     plugin_name, library = "comet", "comet_ml"
 
 
-def missing_tracker_class(name: str) -> type[MissingTrackerLogger]:
+def missing_tracker_class(name: str) -> Any:
     """The stand-in class for Lightning's tracker logger class ``name``."""
-    found: type[MissingTrackerLogger] = {"WandbLogger": WandbLogger, "MLFlowLogger": MLFlowLogger,
-                                         "CometLogger": CometLogger}[name]
-    return found
+    classes: dict[str, Any] = {"WandbLogger": WandbLogger, "MLFlowLogger": MLFlowLogger,
+                               "CometLogger": CometLogger}
+    return classes[name]
