@@ -6,18 +6,19 @@ selection (:func:`fulmen.kernel.selection.select`), so the answers are the ones 
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from fulmen.errors import ConfigurationError
+from fulmen.kernel.compose import is_interactive
 from fulmen.kernel.selection import select
 from fulmen.utilities.rank_zero import rank_zero_info, rank_zero_warn
 from fulmen.utilities.warnings import PossibleUserWarning
 
 __all__ = ["IS_INTERACTIVE", "AcceleratorConnector", "log_device_info"]
 
-#: whether Python runs interactively (a REPL, ``python -i``), as Lightning decides it
-IS_INTERACTIVE = hasattr(sys, "ps1") or bool(sys.flags.interactive)
+#: whether Python runs interactively (a REPL, ``python -i``, a notebook), as fulmen's selection
+#: decides it
+IS_INTERACTIVE = is_interactive()
 
 
 class AcceleratorConnector:

@@ -12,7 +12,6 @@ import sys
 from lightning_utilities.core.imports import RequirementCache, compare_version
 
 IS_WINDOWS = platform.system() == "Windows"
-IS_INTERACTIVE = hasattr(sys, "ps1") or bool(sys.flags.interactive)
 PYTHON_GREATER_EQUAL_3_10_0 = sys.version_info[:2] >= (3, 10)
 PYTHON_GREATER_EQUAL_3_11_0 = sys.version_info[:2] >= (3, 11)
 NUMPY_AVAILABLE = RequirementCache("numpy")

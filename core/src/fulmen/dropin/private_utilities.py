@@ -87,13 +87,14 @@ def runif_reasons(*, min_cuda_gpus: int = 0, min_torch: str | None = None,
 def materialize(module: Any, device: Any) -> None:
     """Allocate ``module``'s own meta tensors on ``device`` and ``reset_parameters()`` it."""
     module.to_empty(device=device, recurse=False)
-    if not hasattr(module, "reset_parameters"):
+    reset = getattr(module, "reset_parameters", None)
+    if reset is None:
         raise TypeError(
             f"Materialization requires that the `{type(module).__name__}.reset_parameters` "
             "method is implemented. This method is used to initialize any children parameters "
             "or buffers in this module.")
-    if callable(module.reset_parameters):
-        module.reset_parameters()
+    if callable(reset):
+        reset()
 
 
 def materialize_meta_tensors(module: Any, device: Any) -> None:
