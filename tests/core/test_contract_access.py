@@ -39,6 +39,10 @@ _FSDP2_MANUAL = ("FSDP2 has no public way to run its forward hooks around a manu
                  "(fsdp/manual.py)")
 
 #: (file relative to the repository, attribute name or ``hasattr(...)`` code) -> why it is fine.
+_LAZY_LOAD = ("Lightning's _lazy_load (litgpt imports it): torch's checkpoint pickles name "
+              "torch._utils/_tensor's rebuild functions, which the lazy unpickler replaces, and "
+              "torch offers no public way to read one storage record of the zip as a typed "
+              "storage (a port of Lightning's fabric/utilities/load.py)")
 _LIGHTNING_DEMO = ("a verbatim port of Lightning's transformer demo, which gives torch's "
                    "MultiheadAttention the public reset_parameters it lacks (pytorch#107909), so a "
                    "model materialised from the meta device is initialised as under Lightning")
@@ -71,6 +75,14 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("core/src/fulmen/checkpoint/reading.py", "_get_layout"):
         "DCP metadata pickles name torch.serialization._get_layout for tensor layouts; the safe "
         "unpickler allows exactly that function (torch's own weights_only loader does too)",
+    ("core/src/fulmen/dropin/lazy_load.py", "_tensor"): _LAZY_LOAD,
+    ("core/src/fulmen/dropin/lazy_load.py", "_utils"): _LAZY_LOAD,
+    ("core/src/fulmen/dropin/lazy_load.py", "_rebuild_from_type_v2"): _LAZY_LOAD,
+    ("core/src/fulmen/dropin/lazy_load.py", "_rebuild_parameter"): _LAZY_LOAD,
+    ("core/src/fulmen/dropin/lazy_load.py", "_rebuild_tensor_v2"): _LAZY_LOAD,
+    ("core/src/fulmen/dropin/lazy_load.py", "_element_size"): _LAZY_LOAD,
+    ("core/src/fulmen/dropin/lazy_load.py", "_typed_storage"): _LAZY_LOAD,
+    ("core/src/fulmen/dropin/lazy_load.py", "_untyped_storage"): _LAZY_LOAD,
     ("core/src/fulmen/hang.py", "_current_frames"):
         "sys._current_frames: the interpreter's documented way to read the main thread's stack "
         "from the hang doctor's thread",
