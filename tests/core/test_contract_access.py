@@ -39,11 +39,45 @@ _FSDP2_MANUAL = ("FSDP2 has no public way to run its forward hooks around a manu
                  "(fsdp/manual.py)")
 
 #: (file relative to the repository, attribute name or ``hasattr(...)`` code) -> why it is fine.
+_LAZY_LOAD = ("Lightning's _lazy_load (litgpt imports it): torch's checkpoint pickles name "
+              "torch._utils/_tensor's rebuild functions, which the lazy unpickler replaces, and "
+              "torch offers no public way to read one storage record of the zip as a typed "
+              "storage (a port of Lightning's fabric/utilities/load.py)")
 _LIGHTNING_DEMO = ("a verbatim port of Lightning's transformer demo, which gives torch's "
                    "MultiheadAttention the public reset_parameters it lacks (pytorch#107909), so a "
                    "model materialised from the meta device is initialised as under Lightning")
 
+_REMOVE_HOOKS = ("Lightning's remove_module_hooks (DeepSpeed ZeRO-3 leaves hooks behind): torch "
+                 "offers no public way to drop every hook of a module")
+
 EXCEPTIONS: dict[tuple[str, str], str] = {
+    # --- ports of Lightning's public helpers (names libraries import under fulmen run) whose
+    # documented behaviour is the probe or the torch internal itself
+    ("core/src/fulmen/dropin/finder.py", "_getframe"):
+        "sys._getframe: the interpreter's documented frame access; a served module tells "
+        "`from x import y` (an ImportError naming y) from `getattr(x, 'y', None)` (an "
+        "AttributeError, so hasattr works) by the calling instruction",
+    ("core/src/fulmen/callbacks/pruning.py", "hasattr(m, n)"):
+        "ModelPruning checks that the parameter names the user passed exist on the user's "
+        "modules (Lightning's rule and message)",
+    ("core/src/fulmen/utilities/parsing.py", "hasattr(owner, attribute)"):
+        "lightning_hasattr/getattr/setattr look a user's attribute up on the model, its hparams "
+        "and the datamodule: the probe is the documented behaviour",
+    ("core/src/fulmen/utilities/layer_sync.py", "hasattr(model, 'qconfig')"):
+        "torch's quantization sets qconfig only on modules prepared for it; reverting "
+        "SyncBatchNorm keeps it where it was (Lightning's TorchSyncBatchNorm.revert)",
+    ("core/src/fulmen/utilities/distributed.py", "_rebuild_buckets"):
+        "torch's DDP reducer has no public way to prepare a backward run inside the wrapped "
+        "forward (Lightning's _sync_module_states/prepare_for_backward helper)",
+    ("core/src/fulmen/utilities/migration.py", "_gpus_arg_default"):
+        "old Lightning checkpoints pickle a reference to this private function; the legacy "
+        "patch puts it back so they unpickle (Lightning's pl_legacy_patch)",
+    ("core/src/fulmen/utilities/module_hooks.py", "_backward_hooks"): _REMOVE_HOOKS,
+    ("core/src/fulmen/utilities/module_hooks.py", "_is_full_backward_hook"): _REMOVE_HOOKS,
+    ("core/src/fulmen/utilities/module_hooks.py", "_forward_hooks"): _REMOVE_HOOKS,
+    ("core/src/fulmen/utilities/module_hooks.py", "_forward_pre_hooks"): _REMOVE_HOOKS,
+    ("core/src/fulmen/utilities/module_hooks.py", "_state_dict_hooks"): _REMOVE_HOOKS,
+    ("core/src/fulmen/utilities/module_hooks.py", "_load_state_dict_pre_hooks"): _REMOVE_HOOKS,
     # --- the standard library and the interpreter, not a plugin
     ("strategies/src/fulmen_strategies/launchers/lifetime.py", "_exit"):
         "os._exit: the stdlib's documented exit without cleanup (a forked/launched child)",
@@ -71,6 +105,14 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("core/src/fulmen/checkpoint/reading.py", "_get_layout"):
         "DCP metadata pickles name torch.serialization._get_layout for tensor layouts; the safe "
         "unpickler allows exactly that function (torch's own weights_only loader does too)",
+    ("core/src/fulmen/dropin/lazy_load.py", "_tensor"): _LAZY_LOAD,
+    ("core/src/fulmen/dropin/lazy_load.py", "_utils"): _LAZY_LOAD,
+    ("core/src/fulmen/dropin/lazy_load.py", "_rebuild_from_type_v2"): _LAZY_LOAD,
+    ("core/src/fulmen/dropin/lazy_load.py", "_rebuild_parameter"): _LAZY_LOAD,
+    ("core/src/fulmen/dropin/lazy_load.py", "_rebuild_tensor_v2"): _LAZY_LOAD,
+    ("core/src/fulmen/dropin/lazy_load.py", "_element_size"): _LAZY_LOAD,
+    ("core/src/fulmen/dropin/lazy_load.py", "_typed_storage"): _LAZY_LOAD,
+    ("core/src/fulmen/dropin/lazy_load.py", "_untyped_storage"): _LAZY_LOAD,
     ("core/src/fulmen/hang.py", "_current_frames"):
         "sys._current_frames: the interpreter's documented way to read the main thread's stack "
         "from the hang doctor's thread",

@@ -131,6 +131,8 @@ class Lite(SelectionReport):
         gpus: Any = None,
         tpu_cores: Any = None,
     ) -> None:
+        if precision is None:  # Fabric's default: 32-true, or the Precision in plugins
+            precision = "32-true"
         if any(k.startswith("LT_") for k in os.environ):  # set by Fabric's command line
             from fulmen.dropin import fabric_env
 

@@ -140,7 +140,7 @@ CALLBACK_CASES = [
     ("Timer", {"duration": {"hour": 1}}, "the keys are datetime.timedelta's: days, hours"),
     ("OnExceptionCheckpoint", {"dirpath": ".", "filename": ""}, "the filename cannot be empty"),
     ("OnExceptionCheckpoint", {"dirpath": 5}, "dirpath=5): expected a folder path"),
-    ("PredictionWriter", {"write_interval": "x"}, "use one of 'batch', 'epoch'"),
+    ("PredictionWriter", {"write_interval": "x"}, "should be one of ['batch', 'epoch', 'batch_and_epoch']"),
     ("PredictionWriter", {"output_dir": 5}, "output_dir=5): expected a folder path"),
     ("ModelSummary", {"max_depth": -2}, "max_depth=-2): use an int >= -1"),
     ("ModelSummary", {"max_depth": "x"}, "max_depth='x'): use an int >= -1"),

@@ -10,8 +10,11 @@ Lightning ships one tree under three roots: ``lightning`` (``lightning.pytorch``
 - ``sources``: fulmen modules whose public names are served as they are;
 - ``shared``: Lightning's public names of the module (:data:`fulmen.dropin.lightning_api.PUBLIC`),
   each served by the fulmen object :data:`SHARED` gives that name everywhere;
-- ``lenient``: Lightning's private submodules of it (a path component starting with ``_``,
-  which are not listed) serve the same names.
+
+Lightning's private names that libraries import (``_AcceleratorConnector``, ``_lazy_load``...)
+are added to their module's ``names`` from :data:`fulmen.dropin.private_api.PRIVATE`; any other
+private name, and any module not listed (private or not), is an ``ImportError`` naming it:
+nothing is made up for an unknown path.
 
 Every public module of Lightning 2.6.6 under ``lightning.pytorch`` and ``lightning.fabric`` is
 listed, with every public name it exports (tests/core/dropin/test_public_names.py walks an
@@ -26,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from types import ModuleType
 
 from fulmen.dropin.lightning_api import PUBLIC
+from fulmen.dropin.private_api import PRIVATE, PRIVATE_MODULES
 
 ROOTS = ("lightning", "pytorch_lightning", "lightning_fabric")
 #: The Lightning release whose behaviour fulmen follows; what ``lightning.__version__`` and the
@@ -39,7 +43,6 @@ class ModuleMap:
 
     sources: tuple[str, ...] = ()
     names: dict[str, str] = field(default_factory=dict)
-    lenient: bool = False
     shared: frozenset[str] = frozenset()
 
 
@@ -113,8 +116,7 @@ SHARED: dict[str, str] = {
     **_in("fulmen.callbacks.weight_averaging", "EMAWeightAveraging WeightAveraging"),
     # ------------------------------------------------------------ loggers
     **_in("fulmen.loggers", "CSVLogger CometLogger MLFlowLogger TensorBoardLogger WandbLogger"),
-    "FabricCSVLogger": "fulmen.loggers:CSVLogger",
-    "FabricTensorBoardLogger": "fulmen.loggers:TensorBoardLogger",
+    **_in("fulmen.loggers.fabric", "FabricCSVLogger FabricTensorBoardLogger"),
     "Logger": "fulmen.api:Logger",
     "FabricLogger": "fulmen.api:Logger",
     "rank_zero_experiment": "fulmen.api.logger:rank_zero_experiment",
@@ -237,8 +239,16 @@ _ENVIRONMENTS = {"ClusterEnvironment": "fulmen.api:ClusterEnvironment"}
 _UTILITIES = {"is_overridden": "fulmen.utilities.model_helpers:is_overridden",
               "MisconfigurationException": "fulmen.errors:ConfigurationError"}
 _TYPES = ("fulmen.utilities.types",)
+_FABRIC_LOGGERS = {"CSVLogger": "fulmen.loggers.fabric:FabricCSVLogger",
+                   "TensorBoardLogger": "fulmen.loggers.fabric:FabricTensorBoardLogger"}
 #: Fabric's modules use lightning_utilities' ``is_overridden`` (any parent class)
 _LU_OVERRIDDEN = {"is_overridden": "lightning_utilities.core.overrides:is_overridden"}
+
+#: the registries (instances, so not in Lightning's public-name walk) of Lightning's
+#: ``accelerators`` and ``strategies`` packages
+_REGISTRY_NAMES = {n: SHARED[n] for n in ("AcceleratorRegistry", "StrategyRegistry",
+                                          "ACCELERATOR_REGISTRY", "STRATEGY_REGISTRY",
+                                          "call_register_accelerators")}
 
 #: The modules whose names are not all :data:`SHARED`'s (or that Lightning 2.6.6 no longer has
 #: but old scripts import); every other module of :data:`PUBLIC` is served from it.
@@ -247,16 +257,14 @@ _EXPLICIT: dict[str, ModuleMap] = {
     # ------------------------------------------------------------------ lightning.pytorch
     "lightning.pytorch": ModuleMap(
         names={**_TOP, "cli_lightning_logo": "fulmen.dropin.extras:cli_lightning_logo"}),
-    "lightning.pytorch.core": ModuleMap(names=_CORE, lenient=True),
-    "lightning.pytorch.trainer": ModuleMap(names={"Trainer": "fulmen.trainer:Trainer"},
-                                           lenient=True),
+    "lightning.pytorch.core": ModuleMap(names=_CORE),
+    "lightning.pytorch.trainer": ModuleMap(names={"Trainer": "fulmen.trainer:Trainer"}),
     "lightning.pytorch.trainer.states": ModuleMap(("fulmen.trainer.states",)),
-    "lightning.pytorch.callbacks": ModuleMap(("fulmen.callbacks",), lenient=True),
+    "lightning.pytorch.callbacks": ModuleMap(("fulmen.callbacks",)),
     "lightning.pytorch.loggers": ModuleMap(
-        ("fulmen.loggers",), {"LightningLoggerBase": "fulmen.loggers:Logger"},  # 1.x name
-        lenient=True),
-    "lightning.pytorch.profilers": ModuleMap(("fulmen.profilers",), lenient=True),
-    "lightning.pytorch.tuner": ModuleMap(("fulmen.tuner",), lenient=True),
+        ("fulmen.loggers",), {"LightningLoggerBase": "fulmen.loggers:Logger"}),  # 1.x name
+    "lightning.pytorch.profilers": ModuleMap(("fulmen.profilers",)),
+    "lightning.pytorch.tuner": ModuleMap(("fulmen.tuner",)),
     # Lightning 1.x homes of names that moved
     "lightning.pytorch.core.lightning": ModuleMap(names=_CORE),
     "lightning.pytorch.callbacks.base": ModuleMap(
@@ -267,20 +275,18 @@ _EXPLICIT: dict[str, ModuleMap] = {
         names={"LightningCLI": "fulmen.cli:FulmenCLI",
                "SaveConfigCallback": "fulmen.cli:SaveConfigCallback"}),
     "lightning.pytorch.lite": ModuleMap(names={"LightningLite": "fulmen.lite:Lite"}),
-    "lightning.pytorch.strategies": ModuleMap(("fulmen_strategies",), lenient=True),
-    "lightning.pytorch.accelerators": ModuleMap(("fulmen_accelerators",), lenient=True),
+    "lightning.pytorch.strategies": ModuleMap(("fulmen_strategies",), _REGISTRY_NAMES),
+    "lightning.pytorch.accelerators": ModuleMap(("fulmen_accelerators",), _REGISTRY_NAMES),
     "lightning.pytorch.plugins": ModuleMap(("fulmen_environments",),
                                            {**_PRECISION, **_IO, **_ENVIRONMENTS}),
-    "lightning.pytorch.plugins.precision": ModuleMap(names=_PRECISION, lenient=True),
-    "lightning.pytorch.plugins.environments": ModuleMap(("fulmen_environments",), _ENVIRONMENTS,
-                                                        lenient=True),
-    "lightning.pytorch.plugins.io": ModuleMap(names=_IO, lenient=True),
+    "lightning.pytorch.plugins.precision": ModuleMap(names=_PRECISION),
+    "lightning.pytorch.plugins.environments": ModuleMap(("fulmen_environments",), _ENVIRONMENTS),
+    "lightning.pytorch.plugins.io": ModuleMap(names=_IO),
     "lightning.pytorch.utilities": ModuleMap(("fulmen.utilities",), _UTILITIES),
     "lightning.pytorch.utilities.rank_zero": ModuleMap(("fulmen.utilities.rank_zero",)),
     "lightning.pytorch.utilities.types": ModuleMap(_TYPES),
     "lightning.pytorch.utilities.imports": ModuleMap(("fulmen.dropin.extras",)),
-    "lightning.pytorch.utilities.model_summary": ModuleMap(("fulmen.utilities.model_summary",),
-                                                           lenient=True),
+    "lightning.pytorch.utilities.model_summary": ModuleMap(("fulmen.utilities.model_summary",)),
     "lightning.pytorch.utilities.model_summary.model_summary": ModuleMap(
         ("fulmen.utilities.model_summary",)),
     "lightning.pytorch.utilities.apply_func": ModuleMap(("fulmen.utilities.apply_func",)),
@@ -310,15 +316,17 @@ _EXPLICIT: dict[str, ModuleMap] = {
     "lightning.fabric.utilities.throughput": ModuleMap(("fulmen.utilities.throughput",)),
     "lightning.fabric.utilities.spike": ModuleMap(
         names={"SpikeDetection": "fulmen.utilities.spike:SpikeDetection"}),
-    "lightning.fabric.strategies": ModuleMap(("fulmen_strategies",), lenient=True),
-    "lightning.fabric.accelerators": ModuleMap(("fulmen_accelerators",), lenient=True),
+    "lightning.fabric.strategies": ModuleMap(("fulmen_strategies",), _REGISTRY_NAMES),
+    "lightning.fabric.accelerators": ModuleMap(("fulmen_accelerators",), _REGISTRY_NAMES),
     "lightning.fabric.plugins": ModuleMap(("fulmen_environments",),
                                           {**_PRECISION, **_IO, **_ENVIRONMENTS}),
-    "lightning.fabric.plugins.precision": ModuleMap(names=_PRECISION, lenient=True),
-    "lightning.fabric.plugins.environments": ModuleMap(("fulmen_environments",), _ENVIRONMENTS,
-                                                       lenient=True),
-    "lightning.fabric.plugins.io": ModuleMap(names=_IO, lenient=True),
-    "lightning.fabric.loggers": ModuleMap(("fulmen.loggers",), lenient=True),
+    "lightning.fabric.plugins.precision": ModuleMap(names=_PRECISION),
+    "lightning.fabric.plugins.environments": ModuleMap(("fulmen_environments",), _ENVIRONMENTS),
+    "lightning.fabric.plugins.io": ModuleMap(names=_IO),
+    # Fabric's loggers take root_dir (fulmen.loggers.fabric)
+    "lightning.fabric.loggers": ModuleMap(names=_FABRIC_LOGGERS),
+    "lightning.fabric.loggers.csv_logs": ModuleMap(names=_FABRIC_LOGGERS),
+    "lightning.fabric.loggers.tensorboard": ModuleMap(names=_FABRIC_LOGGERS),
 }
 
 
@@ -326,6 +334,11 @@ def _modules() -> dict[str, ModuleMap]:
     out = dict(_EXPLICIT)
     for module, public in PUBLIC.items():
         out[module] = replace(out.get(module, ModuleMap()), shared=frozenset(public.split()))
+    for module in PRIVATE_MODULES:
+        out.setdefault(module, ModuleMap())
+    for module, private in PRIVATE.items():
+        found = out.get(module, ModuleMap())
+        out[module] = replace(found, names={**found.names, **private})
     return out
 
 
@@ -348,17 +361,7 @@ def lookup(fullname: str) -> ModuleMap | None:
     name = canonical(fullname)
     if name is None:
         return None
-    if name in MODULES:
-        return MODULES[name]
-    parent, rest = name, ""
-    while "." in parent:
-        parent, _, last = parent.rpartition(".")
-        rest = f"{last}.{rest}"
-        found = MODULES.get(parent)
-        if found is not None:
-            private = any(part.startswith("_") for part in rest.split("."))
-            return found if found.lenient and private else None
-    return None
+    return MODULES.get(name)
 
 
 def counterparts(fullname: str) -> list[str]:

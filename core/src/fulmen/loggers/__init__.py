@@ -5,7 +5,8 @@
 
 ``fulmen.loggers.WandbLogger``, ``MLFlowLogger`` and ``CometLogger`` (Lightning's names) are the
 classes of the installed plugins, imported on first access; the tracker's own library is
-imported only when such a logger is constructed.
+imported only when such a logger is constructed. Without the plugin the name still imports
+(:mod:`fulmen.loggers.missing_tracker`) and constructing it says what to install.
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ def __getattr__(name: str) -> Any:
 
         catalog = get_plugin_manager().catalog()
         entry = catalog.find("logger", TRACKER_CLASSES[name])
-        if entry is None:
-            raise ImportError(f"cannot import {name} from fulmen.loggers: "
-                              f"{catalog.unknown('logger', TRACKER_CLASSES[name])}")
+        if entry is None:  # imports, and constructing it says what to install (as Lightning)
+            from fulmen.loggers.missing_tracker import missing_tracker_class
+
+            return missing_tracker_class(name)
         return entry.record.load()
     raise AttributeError(f"module 'fulmen.loggers' has no attribute {name!r}")
 

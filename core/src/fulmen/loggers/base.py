@@ -33,17 +33,22 @@ class VersionedLogger(Logger):
         return self._dir.save_dir
 
     @property
-    def root_dir(self) -> str:
+    def versions_dir(self) -> str:
         """``<save_dir>/<name>`` (``save_dir`` without a name): where the versions are."""
         name = self.name
         return storage.join(self.save_dir, name) if name else self.save_dir
 
     @property
+    def root_dir(self) -> str:
+        """:attr:`versions_dir` (Lightning's ``root_dir`` of its Trainer loggers)."""
+        return self.versions_dir
+
+    @property
     def log_dir(self) -> str:
-        """``<root_dir>/version_<N>``, or ``<root_dir>/<version>`` for a string version (from
-        ``name`` and ``version``, so a subclass that overrides them moves it too)."""
+        """``<versions_dir>/version_<N>``, or ``<versions_dir>/<version>`` for a string version
+        (from ``name`` and ``version``, so a subclass that overrides them moves it too)."""
         version = self.version
-        return storage.join(self.root_dir, version if isinstance(version, str)
+        return storage.join(self.versions_dir, version if isinstance(version, str)
                             else f"version_{version}")
 
     def set_version(self, version: int | str | None) -> None:

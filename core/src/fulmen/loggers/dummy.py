@@ -25,9 +25,13 @@ class DummyLogger(Logger):
     ``Trainer(fast_dev_run=...)`` (Lightning's ``DummyLogger``, which the Trainer puts in place of
     the configured loggers there)."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._experiment = DummyExperiment()
+
     @property
     def experiment(self) -> NoOpExperiment:
-        return NoOpExperiment()
+        return self._experiment
 
     @property
     def name(self) -> str:

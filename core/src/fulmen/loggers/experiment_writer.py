@@ -45,7 +45,7 @@ class ExperimentWriter:
 
     def log_metrics(self, metrics_dict: dict[str, Any], step: int | None = None) -> None:
         """Buffer one row (tensors as numbers; ``step`` defaults to the row's index)."""
-        row = {k: v.item() if hasattr(v, "item") else v for k, v in metrics_dict.items()}
+        row = {k: _number(v) for k, v in metrics_dict.items()}
         row["step"] = len(self.metrics) if step is None else step
         self.metrics.append(row)
 
@@ -69,3 +69,10 @@ class ExperimentWriter:
                 writer.writeheader()
             writer.writerows(self.metrics)
         self.metrics = []
+
+
+def _number(value: Any) -> Any:
+    """A tensor's number (as Lightning's ``_handle_value``); anything else as it is."""
+    import torch
+
+    return value.item() if isinstance(value, torch.Tensor) else value

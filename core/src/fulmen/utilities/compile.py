@@ -8,6 +8,8 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from fulmen.compiling import unwrap
+
 __all__ = ["from_compiled", "to_uncompiled"]
 
 _METHODS = ("forward", "training_step", "validation_step", "test_step", "predict_step")
@@ -30,7 +32,7 @@ def from_compiled(model: Any) -> Any:
     if not _is_compiled(model):
         raise ValueError("`model` is required to be a `OptimizedModule`. Found a "
                          f"`{type(model).__name__}` instead.")
-    original = model._orig_mod
+    original = unwrap(model)[0]
     if not isinstance(original, Module):
         raise ValueError("`model` is expected to be a compiled LightningModule. Found a "
                          f"`{type(original).__name__}` instead")
@@ -48,7 +50,7 @@ def to_uncompiled(model: Any) -> Any:
     from fulmen.module import Module
 
     if _is_compiled(model):
-        original = model._orig_mod
+        original = unwrap(model)[0]
         if not isinstance(original, Module):
             raise TypeError("Unexpected error, the wrapped model should be a LightningModule, "
                             f"found {type(model).__name__}")

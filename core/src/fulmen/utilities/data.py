@@ -119,6 +119,8 @@ def suggested_max_num_workers(local_world_size: int) -> int:
     process (at least 1)."""
     if local_world_size < 1:
         raise ValueError(f"`local_world_size` should be >= 1, got {local_world_size}.")
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
-        os.cpu_count() or 1
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on macOS and Windows
+        cpus = os.cpu_count() or 1
     return max(1, cpus // local_world_size - 1)

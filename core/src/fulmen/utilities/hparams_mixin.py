@@ -51,9 +51,10 @@ class HyperparametersMixin(metaclass=AlsoMatches):
     @property
     def hparams(self) -> AttributeDict | MutableMapping[str, Any]:
         """The recorded hyper-parameters."""
-        if not hasattr(self, "_hparams"):
-            self._hparams: AttributeDict | MutableMapping[str, Any] = AttributeDict()
-        return self._hparams
+        hparams = vars(self).get("_hparams")
+        if hparams is None:  # save_hyperparameters not called (yet)
+            hparams = self._hparams = AttributeDict()
+        return hparams
 
     @property
     def hparams_initial(self) -> AttributeDict:

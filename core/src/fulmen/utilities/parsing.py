@@ -48,7 +48,7 @@ def parse_class_init_keys(cls: type) -> tuple[str, str | None, str | None]:
     """
     params = list(inspect.signature(cls.__init__).parameters.values())  # type: ignore[misc]
 
-    def first(kind: inspect._ParameterKind) -> str | None:
+    def first(kind: Any) -> str | None:
         return next((p.name for p in params if p.kind == kind), None)
 
     return params[0].name, first(inspect.Parameter.VAR_POSITIONAL), \

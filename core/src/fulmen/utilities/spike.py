@@ -107,7 +107,7 @@ class SpikeDetection:
 
     def state_dict(self) -> dict[str, Any]:
         last = self.last_val
-        return {"last_val": last.item() if hasattr(last, "item") else last, "mode": self.mode,
+        return {"last_val": _number(last), "mode": self.mode,
                 "warmup": self.warmup, "atol": self.atol, "rtol": self.rtol,
                 "bad_batches": self.bad_batches, "bad_batches_path": self.exclude_batches_path,
                 "running": list(self.running), "window": self.running.maxlen}
@@ -120,3 +120,10 @@ class SpikeDetection:
         self.bad_batches = state.pop("bad_batches")
         self.exclude_batches_path = state.pop("bad_batches_path")
         self.running = deque(state.pop("running"), maxlen=state.pop("window", None))
+
+
+def _number(value: Any) -> Any:
+    """A tensor's number (``state_dict`` holds plain values); anything else as it is."""
+    import torch
+
+    return value.item() if isinstance(value, torch.Tensor) else value
