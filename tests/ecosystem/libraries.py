@@ -168,6 +168,8 @@ QUICK = {
         "tests/model/test_linear_scvi.py::test_linear_scvi_use_observed_lib_size",
         "tests/model/test_amortizedlda.py::test_lda_model[5]",
         "tests/model/test_amortizedlda.py::test_lda_model_single_step[5]",
+        "tests/model/test_amortizedlda.py::test_lda_model_save_load[5]",
+        "tests/model/test_linear_scvi.py::test_linear_scvi_with_minification",
     ],
 }
 
