@@ -260,8 +260,7 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
 
     def to(self, *args: Any, **kwargs: Any) -> Self:
         """``torch.nn.Module.to``, recording the target device and dtype (:attr:`dtype`)."""
-        device, dtype = torch._C._nn._parse_to(*args, **kwargs)[:2]
-        _record_cast(self, device=device, dtype=dtype)
+        _record_cast(self, **_to_target(args, kwargs))
         return super().to(*args, **kwargs)
 
     def cuda(self, device: torch.device | int | None = None) -> Self:
@@ -894,6 +893,24 @@ def _jit_ignored() -> tuple[list[str], list[str]]:
 
 
 Module.__jit_ignored_attributes__, Module.__jit_unused_properties__ = _jit_ignored()
+
+
+def _to_target(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The device and dtype of a ``Module.to(...)`` call, None where it names none:
+    ``to(device, dtype, non_blocking)``, ``to(dtype)``, ``to(tensor)`` or by keyword."""
+    device, dtype = kwargs.get("device"), kwargs.get("dtype")
+    tensor = kwargs.get("tensor")
+    for arg in args:
+        if isinstance(arg, torch.Tensor):
+            tensor = arg
+        elif isinstance(arg, torch.dtype):
+            dtype = arg
+        elif isinstance(arg, str | torch.device) or (isinstance(arg, int)
+                                                      and not isinstance(arg, bool)):
+            device = arg
+    if tensor is not None:
+        device, dtype = tensor.device, tensor.dtype
+    return {"device": None if device is None else torch.device(device), "dtype": dtype}
 
 
 def _record_cast(root: torch.nn.Module, device: torch.device | None = None,
