@@ -17,6 +17,7 @@ from fulmen.status import configure_logging
 from fulmen.trainer import data
 from fulmen.trainer.batches import (
     batch_idx_as_taken,
+    first_batches,
     make_transfer,
     no_grad,
     overridden,
@@ -138,9 +139,7 @@ class EvaluationLoop:
                     else ""
                 extra = (dl_idx,) if pass_idx else ()
                 hook_idx = (dl_idx,) if len(loaders) > 1 else ()  # Lightning passes it only then
-                for batch_idx, batch in enumerate(loader):
-                    if batch_idx >= count:
-                        break
+                for batch_idx, batch in first_batches(loader, count):
                     if transfer is not None:
                         batch = transfer(batch, dl_idx)
                     results.batch = batch
