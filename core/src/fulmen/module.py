@@ -7,12 +7,13 @@ Nothing here touches a device, a process group or a precision: the Trainer's plu
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import inspect
 import types
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import torch
 
@@ -159,6 +160,10 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
             self._hparams_initial: AttributeDict = AttributeDict()
         self.automatic_optimization: bool = True
         self._param_requires_grad_state: dict[torch.nn.Parameter, bool] = {}
+        #: the dtype and device this module was last cast/moved to (Lightning's
+        #: ``_DeviceDtypeModuleMixin`` attributes): see :attr:`dtype` and :attr:`device`
+        self._dtype: torch.dtype | str = torch.get_default_dtype()
+        self._device: torch.device = torch.get_default_device()
 
     # ------------------------------------------------------------------ where it runs
 
@@ -228,12 +233,17 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
 
     @property
     def device(self) -> torch.device:
-        """Where the parameters (or buffers) live; follows ``.to()`` moves."""
+        """Where the parameters (or buffers) live; for a module without any, the device it was
+        last moved to (``.to()``, ``.cuda()``, ``.cpu()``; at first the default device), as
+        Lightning's ``_device``. A CUDA device always has its index."""
         for param in self.parameters():
             return param.device
         for buffer in self.buffers():
             return buffer.device
-        return torch.device("cpu")
+        device = self._device
+        if device.type == "cuda" and device.index is None:
+            return torch.device("cuda", torch.cuda.current_device())
+        return device
 
     @property
     def on_gpu(self) -> bool:
@@ -241,10 +251,51 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
         return self.device.type == "cuda"
 
     @property
-    def dtype(self) -> torch.dtype:
-        for tensor in self.parameters():
-            return tensor.dtype
-        return torch.get_default_dtype()
+    def dtype(self) -> torch.dtype | str:
+        """The dtype this module was last cast to (``.to(dtype)``, ``.type()``, ``.float()``,
+        ``.double()``, ``.half()``, which also set it on every ``Module`` inside); at first
+        the default dtype. Lightning's ``dtype`` (its ``_dtype`` attribute holds the same):
+        integer buffers and parameters created with another dtype do not change it."""
+        return self._dtype
+
+    def to(self, *args: Any, **kwargs: Any) -> Self:
+        """``torch.nn.Module.to``, recording the target device and dtype (:attr:`dtype`)."""
+        _record_cast(self, **_to_target(args, kwargs))
+        return super().to(*args, **kwargs)
+
+    def cuda(self, device: torch.device | int | None = None) -> Self:
+        """``torch.nn.Module.cuda``, recording the device (the current one when None)."""
+        if device is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        elif isinstance(device, int):
+            device = torch.device("cuda", index=device)
+        _record_cast(self, device=device)
+        return super().cuda(device=device)
+
+    def cpu(self) -> Self:
+        """``torch.nn.Module.cpu``, recording the device."""
+        _record_cast(self, device=torch.device("cpu"))
+        return super().cpu()
+
+    def type(self, dst_type: torch.dtype | str) -> Self:
+        """``torch.nn.Module.type``, recording the dtype."""
+        _record_cast(self, dtype=dst_type)
+        return super().type(dst_type=dst_type)
+
+    def float(self) -> Self:
+        """``torch.nn.Module.float``, recording the dtype."""
+        _record_cast(self, dtype=torch.float)
+        return super().float()
+
+    def double(self) -> Self:
+        """``torch.nn.Module.double``, recording the dtype."""
+        _record_cast(self, dtype=torch.double)
+        return super().double()
+
+    def half(self) -> Self:
+        """``torch.nn.Module.half``, recording the dtype."""
+        _record_cast(self, dtype=torch.half)
+        return super().half()
 
     @property
     def global_rank(self) -> int:
@@ -405,8 +456,9 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
         else:
             scheduler.step(metric)
 
-    def configure_gradient_clipping(self, optimizer: Any, gradient_clip_val: int | float | None
-                                    = None, gradient_clip_algorithm: str | None = None) -> None:
+    def configure_gradient_clipping(self, optimizer: Any,
+                                    gradient_clip_val: int | builtins.float | None = None,
+                                    gradient_clip_algorithm: str | None = None) -> None:
         """Clip before each optimizer step; receives the Trainer's clipping flags."""
         self.clip_gradients(optimizer, gradient_clip_val=gradient_clip_val,
                             gradient_clip_algorithm=gradient_clip_algorithm)
@@ -551,7 +603,7 @@ class Module(Hooks, HasHyperparameters, torch.nn.Module):
             return
         self.trainer.optimization.backward(loss, *args, **kwargs)
 
-    def clip_gradients(self, optimizer: Any, gradient_clip_val: int | float | None = None,
+    def clip_gradients(self, optimizer: Any, gradient_clip_val: int | builtins.float | None = None,
                        gradient_clip_algorithm: str | None = None) -> None:
         """Clip the gradients of ``optimizer``'s parameters (``"norm"`` or ``"value"``).
 
@@ -841,6 +893,35 @@ def _jit_ignored() -> tuple[list[str], list[str]]:
 
 
 Module.__jit_ignored_attributes__, Module.__jit_unused_properties__ = _jit_ignored()
+
+
+def _to_target(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The device and dtype of a ``Module.to(...)`` call, None where it names none:
+    ``to(device, dtype, non_blocking)``, ``to(dtype)``, ``to(tensor)`` or by keyword."""
+    device, dtype = kwargs.get("device"), kwargs.get("dtype")
+    tensor = kwargs.get("tensor")
+    for arg in args:
+        if isinstance(arg, torch.Tensor):
+            tensor = arg
+        elif isinstance(arg, torch.dtype):
+            dtype = arg
+        elif isinstance(arg, str | torch.device) or (isinstance(arg, int)
+                                                      and not isinstance(arg, bool)):
+            device = arg
+    if tensor is not None:
+        device, dtype = tensor.device, tensor.dtype
+    return {"device": None if device is None else torch.device(device), "dtype": dtype}
+
+
+def _record_cast(root: torch.nn.Module, device: torch.device | None = None,
+                 dtype: torch.dtype | str | None = None) -> None:
+    """Record a move/cast on every ``Module`` in ``root`` (Lightning's ``_update_properties``)."""
+    for module in root.modules():
+        if isinstance(module, Module):
+            if device is not None:
+                module._device = device
+            if dtype is not None:
+                module._dtype = dtype
 
 
 class LiteTrainerShim:

@@ -48,6 +48,8 @@ class Strategy(Named, ABC):
     #: (DeepSpeed's engine config), so the factor cannot change between epochs
     #: (GradientAccumulationScheduler refuses such a strategy).
     fixed_accumulation: bool = False
+    #: the module :meth:`connect` made this strategy's, until :meth:`setup_module` sets one up
+    _connected_only: torch.nn.Module | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -190,6 +192,18 @@ class Strategy(Named, ABC):
         """Move a module (parameters and registered buffers) to ``root_device``."""
         return module.to(self.root_device)
 
+    def connect(self, module: torch.nn.Module) -> None:
+        """Make ``module`` this strategy's module without setting it up (Lightning's
+        ``Strategy.connect``): ``module``, ``model`` and ``lightning_module`` are ``module``
+        as it is; nothing is converted, moved or wrapped — the next stage's
+        :meth:`setup_module` does that."""
+        self.module = self.model = self._connected_only = module
+
+    @property
+    def lightning_module(self) -> torch.nn.Module | None:
+        """Lightning's name for :attr:`module`: the user's module, unwrapped."""
+        return self.module
+
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
         """Convert the module for the precision, move it, and wrap it if the strategy must.
 
@@ -202,11 +216,14 @@ class Strategy(Named, ABC):
             return self.model
         module = self.module_to_device(self.precision.convert_module(module))
         self.module, self.model = module, self.wrap_module(module)
+        self._connected_only = None
         return self.model
 
     def is_set_up(self, module: torch.nn.Module) -> bool:
-        """Whether ``module`` is the module this strategy set up last (``setup_module``)."""
-        return self.model is not None and module is self.module
+        """Whether ``module`` is the module this strategy set up last (``setup_module``); a
+        module only :meth:`connect`-ed is not."""
+        return self.model is not None and module is self.module and \
+            module is not self._connected_only
 
     @property
     def device_mesh(self) -> Any:

@@ -368,9 +368,12 @@ class ModelCheckpoint(Callback):
         assert self.monitor is not None
         message = mon.missing_message("ModelCheckpoint", self.monitor,
                                       [k for k in candidates if k not in ("epoch", "step")])
-        if self._validation_ran or sum(trainer.num_val_batches) == 0:
+        if self._validation_ran:
             raise ConfigurationError(message)
-        rank_zero_warn(message + " (checked again after validation)")
+        # no validation batch has run in this fit (none yet, or no validation at all): Lightning
+        # warns and skips the monitored save
+        rank_zero_warn(message + "; no validation has run yet, so this save is skipped",
+                       category=UserWarning)
 
     # ------------------------------------------------------------------ saving
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 import warnings
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -139,3 +140,12 @@ def count_from(start: int) -> Iterator[int]:
     while True:
         yield i
         i += 1
+
+
+def first_batches(loader: Any, count: int | float) -> Iterator[tuple[int, Any]]:
+    """``(batch_idx, batch)`` for the first ``count`` batches of ``loader`` (all of them for
+    ``math.inf``), never asking the loader for one more (Lightning stops at the limit too: a
+    loader whose iterator fails past its length, like ``zip(..., strict=True)``, is fine)."""
+    indices = count_from(0) if count == math.inf else range(int(count))
+    return zip(indices, loader)
+

@@ -17,6 +17,7 @@ from fulmen.status import configure_logging
 from fulmen.trainer import data
 from fulmen.trainer.batches import (
     batch_idx_as_taken,
+    first_batches,
     make_transfer,
     no_grad,
     overridden,
@@ -138,9 +139,7 @@ class EvaluationLoop:
                     else ""
                 extra = (dl_idx,) if pass_idx else ()
                 hook_idx = (dl_idx,) if len(loaders) > 1 else ()  # Lightning passes it only then
-                for batch_idx, batch in enumerate(loader):
-                    if batch_idx >= count:
-                        break
+                for batch_idx, batch in first_batches(loader, count):
                     if transfer is not None:
                         batch = transfer(batch, dl_idx)
                     results.batch = batch
@@ -156,13 +155,21 @@ class EvaluationLoop:
                     if not sanity:
                         counts_seen[(prefix, dl_idx)] = seen + 1
         results.dataloader_suffix = ""
+        # Lightning's order: the epoch values of the steps are computed before the epoch-end
+        # hooks (they read them in callback_metrics); what those hooks log is added after them
+        metrics = trainer.metrics
+        if sanity:
+            finished = metrics.sanity_values = _epoch_values(results)
+        else:
+            finished = metrics.finish(results, log=False)
         hooks.before_monitors(f"on_{prefix}_epoch_end")
         if sanity:
-            finished = {name: value for name, (_, value) in results.epoch_values().items()}
+            finished = metrics.sanity_values = {**finished, **_epoch_values(results)}
         else:
-            finished = trainer.metrics.finish(results)
+            finished = {**finished, **metrics.finish(results)}
         hooks.monitors(f"on_{prefix}_epoch_end")
         hooks(f"on_{prefix}_end")
+        metrics.sanity_values = {}
         run.last_val_time = time.monotonic()  # the clock of val_check_interval as a duration
         trainer.metrics.current = previous
         if overridden(module, f"{model_hook}_train"):
@@ -171,6 +178,10 @@ class EvaluationLoop:
             for submodule, mode in modes.items():
                 submodule.training = mode
         return _split_by_loader(finished, len(loaders))
+
+
+def _epoch_values(results: Any) -> dict[str, torch.Tensor]:
+    return {name: value for name, (_, value) in results.epoch_values().items()}
 
 
 def _split_by_loader(metrics: dict[str, torch.Tensor], n: int) -> list[dict[str, float]]:

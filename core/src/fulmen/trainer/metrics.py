@@ -40,6 +40,11 @@ class Metrics:
         self.prog_bar_names: set[str] = set()
         #: per (stage, dataloader): evaluation batches run, the step axis of per-batch values
         self.eval_batches_seen: dict[tuple[str, int], int] = {}
+        #: epoch values finished with ``log=False``, sent with the next finish that logs
+        self._unlogged: dict[str, torch.Tensor] = {}
+        #: the sanity check's epoch values while its epoch-end hooks run: shown in
+        #: ``callback_metrics`` (as Lightning's), never kept
+        self.sanity_values: dict[str, torch.Tensor] = {}
 
     def start_stage(self) -> None:
         """A stage begins: no callback, logged or progress-bar metrics and no evaluation step
@@ -50,6 +55,7 @@ class Metrics:
         self.logged = {}
         self.prog_bar_names = set()
         self.eval_batches_seen = {}
+        self._unlogged, self.sanity_values = {}, {}
 
     def new_results(self, stage: str) -> Results:
         """An empty Results for a loop of ``stage``, reducing through the strategy."""
@@ -88,6 +94,7 @@ class Metrics:
         results = self._running_train()
         if results is not None:
             out.update(self._step_metrics(results, logged=False))
+        out.update(self.sanity_values)
         return CallbackMetrics(out, self.values)
 
     def logged_metrics(self) -> dict[str, Any]:
@@ -146,7 +153,9 @@ class Metrics:
 
     def finish(self, results: Results, log: bool = True) -> dict[str, torch.Tensor]:
         """Epoch values → callback metrics and loggers (on the training step axis); returns
-        them."""
+        them. ``log=False``: they go to the loggers with the next call that logs (an
+        evaluation's values are finished before its epoch-end hooks, which read them in
+        ``callback_metrics`` as in Lightning, and logged once with what those hooks log)."""
         finished: dict[str, torch.Tensor] = {}
         to_log: dict[str, torch.Tensor] = {}
         if results is self.train and results is not self._folded:
@@ -161,7 +170,10 @@ class Metrics:
             if entry.logger:
                 to_log[name] = value
         if log:
-            self.log_to_loggers(to_log)
+            self.log_to_loggers({**self._unlogged, **to_log})
+            self._unlogged = {}
+        else:
+            self._unlogged.update(to_log)
         return finished
 
     # ------------------------------------------------------------------ trials

@@ -10,6 +10,7 @@ from fulmen.errors import ConfigurationError
 from fulmen.trainer import data
 from fulmen.trainer.batches import (
     batch_idx_as_taken,
+    first_batches,
     make_transfer,
     no_grad,
     profiled_step,
@@ -73,9 +74,7 @@ class PredictionLoop:
                 outputs: list[Any] = []
                 extra = (dl_idx,) if pass_idx else ()
                 hook_idx = (dl_idx,) if len(loaders) > 1 else ()
-                for batch_idx, batch in enumerate(loader):
-                    if batch_idx >= count:
-                        break
+                for batch_idx, batch in first_batches(loader, count):
                     if transfer is not None:
                         batch = transfer(batch, dl_idx)
                     hooks("on_predict_batch_start", batch, batch_idx, *hook_idx)

@@ -96,6 +96,8 @@ class LoggedValue:
     sizes: list[int] = field(default_factory=list)
     #: values[0] is a running sum already weighted by its sizes[0] (after a fold)
     carried: bool = False
+    #: the Metric's epoch value was computed and it was not logged again since
+    taken: bool = False
 
     def __post_init__(self) -> None:
         both = self.on_step and self.on_epoch  # Lightning: "loss_step/dataloader_idx_0"
@@ -136,10 +138,12 @@ class LoggedValue:
         """The epoch's reduction; the accumulation is consumed (a second call gives None
         unless new values were logged since)."""
         if self.metric is not None:
-            if not self.metric.update_count:
+            if self.taken:
                 return None
+            # computed even if never updated (torchmetrics warns), as Lightning does
             value = self.metric.compute()
             self.metric.reset()
+            self.taken = True
             return torch.as_tensor(value).detach()
         if not self.values:
             return None
@@ -204,6 +208,7 @@ class Results:
             entry = self._register(name, suffix, value, prog_bar, logger, on_step, on_epoch,
                                    reduce_fx, sync_dist, rank_zero_only)
         if entry.metric is not None:
+            entry.taken = False
             step_value = getattr(value, "_forward_cache", None)
             if entry.on_step and step_value is not None:
                 self.step_values[entry.step_name] = torch.as_tensor(step_value).detach()
