@@ -215,7 +215,7 @@ class Lite(SelectionReport):
         quick_exit.install()  # in a spawned rank too, where __init__ did not run
         with hang.watching(f"strategy setup ({self.strategy.name}.setup_environment: the "
                            "process group)", self.strategy):
-            self.strategy.setup_environment()
+            self._setup_environment()
         self._launched = True
         preempted: SystemExit | None = None
         try:
@@ -244,13 +244,20 @@ class Lite(SelectionReport):
             self.logger_set.finalize(SUCCESS)
         return result
 
+    def _setup_environment(self) -> None:
+        if "Lite" in self.strategy.reseeds_at_setup:  # as Fabric's FSDP, DeepSpeed do
+            from fulmen.seed import reset_seed
+
+            reset_seed()
+        self.strategy.setup_environment()
+
     def _require_launched(self, call: str) -> None:
         """Methods work in a plain script when the strategy runs in this one process (as
         Fabric's do); a strategy that starts processes needs ``launch()``/``run()`` first."""
         if self._launched:
             return
         if self.strategy.launcher is None:
-            self.strategy.setup_environment()
+            self._setup_environment()
             set_rank(self.global_rank)
             self._launched = True
             return

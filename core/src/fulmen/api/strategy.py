@@ -48,6 +48,13 @@ class Strategy(Named, ABC):
     #: (DeepSpeed's engine config), so the factor cannot change between epochs
     #: (GradientAccumulationScheduler refuses such a strategy).
     fixed_accumulation: bool = False
+    #: Who re-seeds python, numpy and torch (:func:`fulmen.seed.reset_seed`: the seed
+    #: ``seed_everything`` last set) in every process just before this strategy's
+    #: ``setup_environment``, once per stage: ``"Trainer"`` and/or ``"Lite"``. Lightning's
+    #: strategies do it while joining the process group (the Trainer's ddp family, FSDP,
+    #: DeepSpeed and model parallel; Fabric's FSDP, DeepSpeed and model parallel), so random
+    #: draws made between ``seed_everything`` and ``fit`` do not change the run's numbers.
+    reseeds_at_setup: frozenset[str] = frozenset()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -20,6 +20,7 @@ from fulmen.errors import StageExit
 from fulmen.hang import HangDoctor
 from fulmen.kernel.banner import banner
 from fulmen.module import Module
+from fulmen.seed import reset_seed
 from fulmen.status import configure_logging
 from fulmen.trainer import config, default_callbacks, save_restore
 from fulmen.trainer.hooks import HookTable
@@ -68,6 +69,8 @@ def _run_stage(trainer: StageHost, doctor: HangDoctor, stage: str, model: Module
     hook_stage = {"validate": "validate"}.get(stage, stage)
     with hang.phase(f"strategy setup ({trainer.strategy.name}.setup_environment: the "
                     "process group)"):
+        if "Trainer" in trainer.strategy.reseeds_at_setup:
+            reset_seed()  # as Lightning's strategies do (Strategy.reseeds_at_setup)
         trainer.strategy.setup_environment()
     set_rank(trainer.global_rank)
     doctor.rank, doctor.world_size = trainer.global_rank, trainer.world_size
