@@ -7,7 +7,7 @@ import io
 import os
 from typing import Any
 
-from fulmen import storage
+from fulmen import look, storage
 from fulmen.api.logger import RunRecord
 from fulmen.loggers.base import VersionedDir, VersionedLogger
 from fulmen.loggers.utils import flatten
@@ -22,7 +22,8 @@ class CSVLogger(VersionedLogger):
 
     LOGGER_JOIN_CHAR = "-"
 
-    def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str = "fulmen_logs",
+    def __init__(self, save_dir: str | os.PathLike[str] = ".",
+                 name: str = look.default_log_name(),  # lightning_logs under fulmen run
                  version: int | str | None = None, prefix: str = "",
                  flush_logs_every_n_steps: int = 100) -> None:
         self._dir = VersionedDir(save_dir, name, version)

@@ -6,7 +6,7 @@ import os
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from fulmen import storage
+from fulmen import look, storage
 from fulmen.api.logger import RunRecord
 from fulmen.errors import ConfigurationError
 from fulmen.loggers.base import VersionedDir, VersionedLogger
@@ -39,7 +39,8 @@ class TensorBoardLogger(VersionedLogger):
 
     LOGGER_JOIN_CHAR = "-"
 
-    def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str = "fulmen_logs",
+    def __init__(self, save_dir: str | os.PathLike[str] = ".",
+                 name: str = look.default_log_name(),  # lightning_logs under fulmen run
                  version: int | str | None = None, log_graph: bool = False,
                  default_hp_metric: bool = True, prefix: str = "",
                  sub_dir: str | os.PathLike[str] | None = None, **writer_kwargs: Any) -> None:

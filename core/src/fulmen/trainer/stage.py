@@ -19,6 +19,7 @@ from fulmen.datamodule import DataModule
 from fulmen.errors import StageExit
 from fulmen.hang import HangDoctor
 from fulmen.kernel.banner import banner
+from fulmen.look import show_banner
 from fulmen.module import Module
 from fulmen.seed import reset_seed
 from fulmen.status import configure_logging
@@ -154,6 +155,8 @@ def _active_profiler(trainer: StageHost) -> profilers.Profiler | None:
 
 def _announce(trainer: StageHost, stage: str, ckpt_path: Any) -> None:
     """The run banner (rank 0): what was composed, where logs and checkpoints go."""
+    if not show_banner():  # FULMEN_BANNER; off under fulmen run's Lightning look (fulmen.look)
+        return
     checkpoint = trainer.checkpoint_callback
     progress = (f"epoch {trainer.current_epoch}, step {trainer.global_step}"
                 if ckpt_path is not None else None)

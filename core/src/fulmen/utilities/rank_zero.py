@@ -21,6 +21,8 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any, ParamSpec, TypeVar, overload
 
+from fulmen import look
+
 T = TypeVar("T")
 P = ParamSpec("P")
 
@@ -100,7 +102,10 @@ def rank_zero_info(*args: Any, stacklevel: int = 4, **kwargs: Any) -> None:
 
 @rank_zero_only
 def rank_zero_warn(message: str | Warning, stacklevel: int = 4, **kwargs: Any) -> None:
-    """``warnings.warn`` on global rank 0 only."""
+    """``warnings.warn`` on global rank 0 only (with Lightning's class names under ``fulmen
+    run``: :func:`fulmen.look.display`)."""
+    if isinstance(message, str):
+        message = look.display(message)
     warnings.warn(message, stacklevel=stacklevel - 1, **kwargs)
 
 
