@@ -24,8 +24,7 @@ from fulmen.api.async_checkpoint_io import AsyncCheckpointIO
 from fulmen.api.logger import FAILED, INTERRUPTED, SUCCESS
 from fulmen.apply import apply_to_tensors
 from fulmen.checkpoint import service
-from fulmen.errors import (CallOrderError, ConfigurationError, ConfigurationTypeError,
-                           FulmenError)
+from fulmen.errors import CallOrderError, ConfigurationError, ConfigurationTypeError, FulmenError
 from fulmen.fault_tolerance.lost_work import KEY
 from fulmen.kernel.legacy import translate_flag
 from fulmen.kernel.selection import SelectionReport, select

@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from fulmen.dropin.migrate import main, migrate_source
 
 OLD = '''\
@@ -329,7 +331,7 @@ def test_target_paths_follow_the_import_rewriting() -> None:
             ("lightning.fabric.Fabric", "from lightning.fabric import Fabric"),
             ("lightning.pytorch.strategies.DDPStrategy",
              "from lightning.pytorch.strategies import DDPStrategy")]:
-        module, _, name = dotted.rpartition(".")
+        name = dotted.rpartition(".")[2]
         migrated = migrate_source(f"{imported}\n").new.split()
         assert target_path(dotted) == f"{migrated[1]}.{name}", (dotted, migrated)
     assert target_path("pytorch_lightning.LightningModule.load_from_checkpoint") == \
@@ -396,7 +398,7 @@ def test_migrated_hydra_project_runs_on_fulmen(tmp_path: Path) -> None:
     assert main(["--check", str(tmp_path)]) == 0  # nothing left to rewrite
 
 
-def test_command_yaml_files(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_command_yaml_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A directory's .yaml/.yml files are migrated; a YAML file without target keys is not
     parsed; one that does not parse is reported (exit 2) and the others still migrate."""
     config = tmp_path / "conf" / "trainer.yml"

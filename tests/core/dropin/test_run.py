@@ -193,8 +193,8 @@ trainer = L.Trainer(max_epochs=1, limit_train_batches=2, limit_val_batches=1,
                     enable_progress_bar=False, enable_model_summary=False)
 trainer.fit(BoringModel())
 csv = CSVLogger(save_dir="csv")
-print("DIRS", os.path.relpath(trainer.log_dir), os.path.relpath(trainer.checkpoint_callback.dirpath),
-      os.path.relpath(csv.log_dir), flush=True)
+print("DIRS", os.path.relpath(trainer.log_dir),
+      os.path.relpath(trainer.checkpoint_callback.dirpath), os.path.relpath(csv.log_dir))
 """
 DEVICE_LINES = ("GPU available: False, used: False", "TPU available: False, using: 0 TPU cores")
 BANNER_LINES = ("fulmen fit:", "watching for stop notices")

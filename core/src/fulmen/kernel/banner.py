@@ -73,6 +73,7 @@ def lightning_device_lines(run: ComposedRun) -> list[str]:
     """Lightning's lines about the devices (``_log_device_info``), for ``run``: ``GPU available:
     False, used: False`` and ``TPU available: False, using: 0 TPU cores``, from the registered
     accelerators' ``is_available()``."""
+    from fulmen.api import Accelerator
     from fulmen.kernel.manager import get_plugin_manager
     from fulmen.kernel.records import AcceleratorSpec
 
@@ -81,7 +82,8 @@ def lightning_device_lines(run: ComposedRun) -> list[str]:
         record = entry.record
         if isinstance(record, AcceleratorSpec) and record.device_type in (*_GPU_TYPES, _TPU_TYPE) \
                 and not available.get(record.device_type) and not record.missing():
-            available[record.device_type] = bool(record.load().is_available())
+            cls = record.load()
+            available[record.device_type] = issubclass(cls, Accelerator) and cls.is_available()
     gpu = next((kind for kind in _GPU_TYPES if available.get(kind)), None)
     used = run.accelerator.device_type
     tpu_cores = run.num_devices if used == _TPU_TYPE else 0

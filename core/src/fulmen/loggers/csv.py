@@ -18,7 +18,8 @@ class CSVLogger(VersionedLogger):
     metric; the header grows when new metrics appear) and ``hparams.yaml``. No dependencies.
     ``save_dir`` may be an fsspec URL: there ``metrics.csv`` is rewritten whole at each flush
     (object stores cannot append). ``prefix`` starts every metric name (``"<prefix>-<name>"``),
-    as in Lightning."""
+    as in Lightning. ``name`` defaults to ``fulmen_logs`` (``lightning_logs`` under ``fulmen
+    run``'s Lightning look, :mod:`fulmen.look`)."""
 
     LOGGER_JOIN_CHAR = "-"
 

@@ -35,7 +35,8 @@ class TensorBoardLogger(VersionedLogger):
     ``example_input_array``) when fit starts; ``default_hp_metric`` logs ``hp_metric = -1``
     with hyper-parameters logged without metrics, so that TensorBoard's HPARAMS tab lists the
     run; ``prefix`` starts every metric name (``"<prefix>-<name>"``); ``sub_dir`` is a folder
-    inside the version's."""
+    inside the version's. ``name`` defaults to ``fulmen_logs`` (``lightning_logs`` under ``fulmen
+    run``'s Lightning look, :mod:`fulmen.look`)."""
 
     LOGGER_JOIN_CHAR = "-"
 

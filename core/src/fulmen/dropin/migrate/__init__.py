@@ -30,7 +30,7 @@ _EXPORTS = {
     "target_path": "fulmen.dropin.migrate.resolve",
     "Result": "fulmen.dropin.migrate.result",
 }
-__all__ = list(_EXPORTS)
+__all__ = ["Result", "main", "migrate_file", "migrate_source", "migrate_yaml", "target_path"]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:

@@ -23,19 +23,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from fulmen.dropin import names
-from fulmen.dropin.migrate.python_targets import TargetStrings
-from fulmen.dropin.migrate.resolve import module_counterpart, public_path, resolve
-from fulmen.dropin.migrate.result import Result
-from fulmen.dropin.migrate.upgrade import (DEVICE_FLAGS, EPOCH_END, PRECISIONS, REMOVED_FLAGS,
-                                           REMOVED_HOOKS, RENAMED_FLAGS, RENAMED_HOOKS,
-                                           STRATEGY_ACCELERATORS)
-
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import PositionProvider
+
+from fulmen.dropin import names
+from fulmen.dropin.migrate.python_targets import TargetStrings
+from fulmen.dropin.migrate.resolve import module_counterpart, public_path, resolve
+from fulmen.dropin.migrate.result import Result
+from fulmen.dropin.migrate.upgrade import (
+    DEVICE_FLAGS,
+    EPOCH_END,
+    PRECISIONS,
+    REMOVED_FLAGS,
+    REMOVED_HOOKS,
+    RENAMED_FLAGS,
+    RENAMED_HOOKS,
+    STRATEGY_ACCELERATORS,
+)
 
 
 def migrate_source(source: str, path: Path = Path("<string>")) -> Result:

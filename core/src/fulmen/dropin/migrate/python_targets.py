@@ -14,13 +14,12 @@ noted. Only the text inside the quotes changes, so every line stays where it was
 
 from __future__ import annotations
 
+import libcst as cst
 import yaml
+from libcst.metadata import PositionProvider
 
 from fulmen.dropin.migrate.resolve import is_lightning_path, target_path
 from fulmen.dropin.migrate.yaml_targets import TARGET_KEYS, rewrite_targets
-
-import libcst as cst
-from libcst.metadata import PositionProvider
 
 
 def _body(node: cst.SimpleString) -> str | None:
