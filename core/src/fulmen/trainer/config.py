@@ -353,8 +353,8 @@ def check_call(trainer: LoopHost, model: Any, datamodule: Any, stage: str, *load
         trainer.compile_options = compiled
     if not isinstance(model, Module):
         raise ConfigurationTypeError(f"trainer.{stage}(model=...) got a {type(model).__name__}; "
-                                 "it takes a fulmen.Module (subclass fulmen.Module, or use "
-                                 "fulmen.Lite for a plain torch.nn.Module)")
+                                     "it takes a fulmen.Module (subclass fulmen.Module, or use "
+                                     "fulmen.Lite for a plain torch.nn.Module)")
     if datamodule is not None and not isinstance(datamodule, DataModule):
         raise ConfigurationError(f"trainer.{stage}(datamodule=...) got a "
                                  f"{type(datamodule).__name__}; it takes a fulmen.DataModule")
