@@ -11,13 +11,32 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
+from fulmen import look
+
 
 class FulmenError(Exception):
-    """Root of every error fulmen raises on purpose."""
+    """Root of every error fulmen raises on purpose. Under ``fulmen run`` (the Lightning look,
+    :mod:`fulmen.look`) its message names user-facing classes by Lightning's names."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:  # (ImportError's name=)
+        if args and isinstance(args[0], str):
+            args = (look.display(args[0]), *args[1:])
+        super().__init__(*args, **kwargs)
 
 
 class ConfigurationError(FulmenError, ValueError):
     """What the user asked for cannot work: the message says what was given, why, and what would."""
+
+
+class ConfigurationTypeError(ConfigurationError, TypeError):
+    """What was given is of the wrong type (a ``torch.nn.Module`` where a ``fulmen.Module`` is
+    needed): also a ``TypeError``, which Lightning raises there."""
+
+
+class CallOrderError(FulmenError, RuntimeError):
+    """A method was called before what it needs (``lite.backward`` before ``lite.setup``, a Lite
+    method of a multi-process strategy before ``launch``): also a ``RuntimeError``, as Fabric
+    raises there."""
 
 
 class UnsafeCheckpointError(ConfigurationError):

@@ -24,7 +24,7 @@ from fulmen.api.async_checkpoint_io import AsyncCheckpointIO
 from fulmen.api.logger import FAILED, INTERRUPTED, SUCCESS
 from fulmen.apply import apply_to_tensors
 from fulmen.checkpoint import service
-from fulmen.errors import ConfigurationError, FulmenError
+from fulmen.errors import CallOrderError, ConfigurationError, ConfigurationTypeError, FulmenError
 from fulmen.fault_tolerance.lost_work import KEY
 from fulmen.kernel.legacy import translate_flag
 from fulmen.kernel.selection import SelectionReport, select
@@ -63,8 +63,8 @@ def _apply_filter(state: dict[str, Any], filter: Any) -> dict[str, Any]:
     """Keep the items ``filter[key](name, value)`` accepts in each dict entry of ``state``;
     an entry left empty is dropped, entries without a filter are kept whole."""
     if not isinstance(filter, dict):
-        raise ConfigurationError(f"lite.save(filter={filter!r}): the filter should be a dict "
-                                 "of state key -> function (name, value) -> bool")
+        raise ConfigurationTypeError(f"lite.save(filter={filter!r}): the filter should be a "
+                                     "dict of state key -> function (name, value) -> bool")
     unknown = set(filter) - set(state)
     if unknown:
         raise ConfigurationError(f"lite.save(filter=...): the filter keys {unknown} are not "
@@ -76,8 +76,8 @@ def _apply_filter(state: dict[str, Any], filter: Any) -> dict[str, Any]:
             out[key] = value
             continue
         if not callable(keep):
-            raise ConfigurationError(f"lite.save(filter={{{key!r}: {keep!r}}}): each filter "
-                                     f"should be callable, given {keep!r}")
+            raise ConfigurationTypeError(f"lite.save(filter={{{key!r}: {keep!r}}}): each "
+                                         f"filter should be callable, given {keep!r}")
         kept = {k: v for k, v in value.items() if keep(k, v)}
         if kept:
             out[key] = kept
@@ -196,18 +196,19 @@ class Lite(SelectionReport):
                     "lite.launch(train)")
             return self._launch(_do_nothing, self)
         if not callable(function):
-            raise ConfigurationError(f"lite.launch(...) needs to be a callable taking the Lite "
-                                     f"first, got {type(function).__name__}: pass the function "
-                                     "itself, lite.launch(train), not lite.launch(train(lite))")
+            raise ConfigurationTypeError(
+                f"lite.launch(...) needs to be a callable taking the Lite first, got "
+                f"{type(function).__name__}: pass the function itself, lite.launch(train), not "
+                "lite.launch(train(lite))")
         try:
             takes = inspect.signature(function).parameters.values()
         except (TypeError, ValueError):  # a builtin without a signature: let the call tell
             takes = None
         if takes is not None and not any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD,
                                                     p.VAR_POSITIONAL) for p in takes):
-            raise ConfigurationError(f"lite.launch({getattr(function, '__name__', function)}): "
-                                     "the function needs to take at least one argument, the "
-                                     "Lite: def train(lite): ...")
+            raise ConfigurationTypeError(
+                f"lite.launch({getattr(function, '__name__', function)}): the function needs to "
+                "take at least one argument, the Lite: def train(lite): ...")
         return self._launch(function, self, *args, **kwargs)
 
     def _launch(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -217,7 +218,7 @@ class Lite(SelectionReport):
         quick_exit.install()  # in a spawned rank too, where __init__ did not run
         with hang.watching(f"strategy setup ({self.strategy.name}.setup_environment: the "
                            "process group)", self.strategy):
-            self.strategy.setup_environment()
+            self._setup_environment()
         self._launched = True
         preempted: SystemExit | None = None
         try:
@@ -246,20 +247,27 @@ class Lite(SelectionReport):
             self.logger_set.finalize(SUCCESS)
         return result
 
+    def _setup_environment(self) -> None:
+        if "Lite" in self.strategy.reseeds_at_setup:  # as Fabric's FSDP, DeepSpeed do
+            from fulmen.seed import reset_seed
+
+            reset_seed()
+        self.strategy.setup_environment()
+
     def _require_launched(self, call: str) -> None:
         """Methods work in a plain script when the strategy runs in this one process (as
         Fabric's do); a strategy that starts processes needs ``launch()``/``run()`` first."""
         if self._launched:
             return
         if self.strategy.launcher is None:
-            self.strategy.setup_environment()
+            self._setup_environment()
             set_rank(self.global_rank)
             self._launched = True
             return
-        raise FulmenError(f"lite.{call}() was called before the processes started: strategy "
-                          f"{self.strategy.name!r} runs {self.world_size} processes, so you must "
-                          "call `.launch()` first, or call it inside run() (or the function "
-                          "given to lite.launch)")
+        raise CallOrderError(f"lite.{call}() was called before the processes started: "
+                             f"strategy {self.strategy.name!r} runs {self.world_size} processes, "
+                             "so you must call `.launch()` first, or call it inside run() (or the "
+                             "function given to lite.launch)")
 
     # ------------------------------------------------------------------ loggers and callbacks
 
@@ -433,8 +441,9 @@ class Lite(SelectionReport):
                                          "`setup_dataloaders` method: this one is already set "
                                          "up (its .dataloader is the plain one)")
             if not isinstance(loader, torch.utils.data.DataLoader):
-                raise ConfigurationError(f"lite.setup_dataloaders got a {type(loader).__name__}; "
-                                         "it takes torch.utils.data.DataLoader objects")
+                raise ConfigurationTypeError(f"lite.setup_dataloaders got a "
+                                             f"{type(loader).__name__}; it takes "
+                                             "torch.utils.data.DataLoader objects")
             loader = self.strategy.process_dataloader(loader, "lite", use_distributed_sampler)
             from fulmen.trainer.data import seed_workers
 
@@ -457,9 +466,9 @@ class Lite(SelectionReport):
             self._check_owner(model, "backward")
         backward = self._backward
         if backward is None:
-            raise FulmenError("lite.backward(loss): no model was set up. Call "
-                              "model, optimizer = self.setup(model, optimizer) first and "
-                              "compute the loss with the returned model")
+            raise CallOrderError("lite.backward(loss): no model was set up. Call "
+                                 "model, optimizer = self.setup(model, optimizer) first and "
+                                 "compute the loss with the returned model")
         if self._background is not None:
             self._background.raise_failure()  # a background save that failed stops training
         backward(tensor, *args, **kwargs)

@@ -33,6 +33,8 @@ class ParallelStrategy(Strategy):
     does not arrive is a ``fulmen.errors.RendezvousError`` naming it.
     """
 
+    reseeds_at_setup = frozenset({"Trainer"})  # Lightning's DDPStrategy; Fabric's does not
+
     def check_selection(self, selection: Any) -> list[str]:
         """A job whose processes already exist must match what devices x num_nodes asks for."""
         problems = as_messages(super().check_selection(selection))

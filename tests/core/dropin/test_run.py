@@ -43,20 +43,31 @@ if __name__ == "__main__":
 
 
 def fulmen_run(tmp_path: Path, source: str, *args: str, prefix: tuple[str, ...] = (),
-               timeout: float = 120) -> subprocess.CompletedProcess[str]:
+               timeout: float = 120, env: dict[str, str] | None = None
+               ) -> subprocess.CompletedProcess[str]:
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(source))
     command = [*prefix, "-m", "fulmen", "run", str(script), *args] if prefix else [
         sys.executable, "-m", "fulmen", "run", str(script), *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=tmp_path,
-                          env={**_env(), "OMP_NUM_THREADS": "1"})
+                          env={**_env(), "OMP_NUM_THREADS": "1", **(env or {})})
+
+
+def lightning_run(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
+    """``source`` under plain python with the real Lightning (installed in the dev
+    environment), for a side-by-side comparison."""
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(source))
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=180, cwd=tmp_path, env={**_env(), "OMP_NUM_THREADS": "1"})
 
 
 def _env() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items()
-            if k not in ("LOCAL_RANK", "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+            if k not in ("LOCAL_RANK", "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                         "FULMEN_LOOK", "FULMEN_BANNER")}
 
 
 def test_unmodified_script_runs(tmp_path: Path) -> None:
@@ -169,3 +180,130 @@ def test_finder_in_process() -> None:
     finally:
         finder.uninstall()
     assert not any(n.partition(".")[0] in names.ROOTS for n in sys.modules)
+
+
+# ---------------------------------------------------------------------------- Lightning's look
+
+LOOK = """
+import logging, os, sys
+import lightning as L
+from lightning.pytorch.demos.boring_classes import BoringModel
+from lightning.pytorch.loggers import CSVLogger
+
+if "quiet" in sys.argv:  # a script silencing Lightning's info lines, as Lightning's docs show
+    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
+trainer = L.Trainer(max_epochs=1, limit_train_batches=2, limit_val_batches=1,
+                    enable_progress_bar=False, enable_model_summary=False)
+trainer.fit(BoringModel())
+csv = CSVLogger(save_dir="csv")
+print("DIRS", os.path.relpath(trainer.log_dir),
+      os.path.relpath(trainer.checkpoint_callback.dirpath), os.path.relpath(csv.log_dir))
+"""
+DEVICE_LINES = ("GPU available: False, used: False", "TPU available: False, using: 0 TPU cores")
+BANNER_LINES = ("fulmen fit:", "watching for stop notices")
+
+
+def _dirs(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 0, done.stderr
+    return next(line for line in done.stdout.splitlines() if line.startswith("DIRS"))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="compares with the real Lightning installed "
+                    "in the dev environment (CPU-only lines)")
+def test_lightning_look_matches_lightning(tmp_path: Path) -> None:
+    """Under fulmen run a Lightning script sees Lightning's world: the default logger, the
+    checkpoint folder and an explicit CSVLogger write under ``lightning_logs/``; Lightning's
+    device lines are printed (and silenced by the ``lightning.pytorch`` logger's level, as
+    Lightning's), fulmen's banner and stop-notice line are not. Side by side with the real
+    Lightning running the same script."""
+    (tmp_path / "lightning").mkdir()
+    (tmp_path / "fulmen").mkdir()
+    lightning = lightning_run(tmp_path / "lightning", LOOK)
+    served = fulmen_run(tmp_path / "fulmen", LOOK)
+    assert _dirs(served) == _dirs(lightning) == (
+        "DIRS lightning_logs/version_0 lightning_logs/version_0/checkpoints "
+        "csv/lightning_logs/version_0")
+    assert not (tmp_path / "fulmen" / "fulmen_logs").exists()
+    for line in DEVICE_LINES:
+        assert line in lightning.stderr and line in served.stderr, served.stderr
+    assert not any(line in served.stderr for line in BANNER_LINES), served.stderr
+    quiet = fulmen_run(tmp_path / "fulmen", LOOK, "quiet")
+    assert quiet.returncode == 0, quiet.stderr
+    assert not any(line in quiet.stderr for line in DEVICE_LINES), quiet.stderr
+
+
+def test_banner_and_fulmen_look_on_request(tmp_path: Path) -> None:
+    """``FULMEN_BANNER=1`` adds fulmen's banner and its stop-notice line to Lightning's look;
+    ``FULMEN_LOOK=fulmen`` keeps fulmen's own look (``fulmen_logs``, the banner, no device
+    lines); a bad value is a usage error."""
+    banner = fulmen_run(tmp_path, LOOK, env={"FULMEN_BANNER": "1"})
+    assert "lightning_logs/version_0" in _dirs(banner)
+    assert all(line in banner.stderr for line in BANNER_LINES + DEVICE_LINES), banner.stderr
+    own = fulmen_run(tmp_path, LOOK, env={"FULMEN_LOOK": "fulmen"})
+    assert _dirs(own) == ("DIRS fulmen_logs/version_0 fulmen_logs/version_0/checkpoints "
+                          "csv/fulmen_logs/version_0")
+    assert all(line in own.stderr for line in BANNER_LINES), own.stderr
+    assert not any(line in own.stderr for line in DEVICE_LINES), own.stderr
+    bad = fulmen_run(tmp_path, LOOK, env={"FULMEN_BANNER": "loud"})
+    assert bad.returncode == 2
+    assert "FULMEN_BANNER='loud': use 1 (show fulmen's run banner) or 0" in bad.stderr
+
+
+ERRORS = """
+import torch
+import lightning as L
+from lightning.fabric import Fabric
+from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.utilities.exceptions import MisconfigurationException
+
+def attempt(label, call):
+    try:
+        call()
+    except TypeError as exc:
+        print("CAUGHT", label, "TypeError", "|", exc)
+    except RuntimeError as exc:
+        print("CAUGHT", label, "RuntimeError", "|", exc)
+    except MisconfigurationException as exc:
+        print("CAUGHT", label, "MisconfigurationException", "|", exc)
+    else:
+        print("CAUGHT", label, "nothing")
+
+quiet = dict(logger=False, enable_progress_bar=False, enable_model_summary=False)
+attempt("max_epochs", lambda: L.Trainer(max_epochs=-2))
+attempt("checkpoint_mode", lambda: ModelCheckpoint(monitor="x", mode="bad"))
+attempt("fit_nn_module", lambda: L.Trainer(**quiet).fit(torch.nn.Linear(2, 2)))
+attempt("test_no_model", lambda: L.Trainer(**quiet).test())
+fabric = Fabric(accelerator="cpu", devices=1)
+attempt("launch_no_argument", lambda: fabric.launch(lambda: None))
+attempt("setup_dataloaders", lambda: fabric.setup_dataloaders([1, 2]))
+ddp = Fabric(accelerator="cpu", strategy="ddp", devices=2)
+attempt("before_launch", lambda: ddp.setup_dataloaders(torch.utils.data.DataLoader([1, 2])))
+"""
+
+
+def _caught(done: subprocess.CompletedProcess[str]) -> dict[str, tuple[str, str]]:
+    assert done.returncode == 0, done.stderr
+    return {line.split()[1]: (line.split()[2], line.partition(" | ")[2])
+            for line in done.stdout.splitlines() if line.startswith("CAUGHT")}
+
+
+def test_errors_have_lightnings_types_and_names(tmp_path: Path) -> None:
+    """What a Lightning script catches around a mistake catches fulmen's error for it:
+    ``MisconfigurationException`` (fulmen's ConfigurationError), ``TypeError`` where Lightning
+    raises one (a ``torch.nn.Module`` given to ``fit``, a ``launch`` function without
+    arguments), ``RuntimeError`` for Fabric's call-order mistakes (a method before
+    ``launch``); and the messages name
+    ``LightningModule``, ``Fabric`` and ``fabric.<method>``, never fulmen's classes."""
+    (tmp_path / "lightning").mkdir()
+    (tmp_path / "fulmen").mkdir()
+    lightning = _caught(lightning_run(tmp_path / "lightning", ERRORS))
+    served = _caught(fulmen_run(tmp_path / "fulmen", ERRORS))
+    assert {k: kind for k, (kind, _) in served.items()} == \
+        {k: kind for k, (kind, _) in lightning.items()}
+    assert set(served) == {"max_epochs", "checkpoint_mode", "fit_nn_module", "test_no_model",
+                           "launch_no_argument", "setup_dataloaders", "before_launch"}
+    messages = " ".join(message for _, message in served.values())
+    assert "LightningModule" in served["fit_nn_module"][1]
+    assert "fabric.launch(" in served["launch_no_argument"][1]
+    assert not any(name in messages for name in ("fulmen.Module", "fulmen.Lite", " Lite",
+                                                 "lite.")), messages

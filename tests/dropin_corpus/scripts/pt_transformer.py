@@ -3,6 +3,9 @@
 # Changed (imports, offline data, sizes):
 #   - WikiText2 reads ./data/wikitext-2.txt (an offline synthetic text) instead of downloading it
 #   - split sizes and max_epochs=2 for the small stand-in; report(...) prints the final numbers
+#   - added: the Trainer's flags from the command line (--strategy, --devices)
+import argparse
+
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, random_split
@@ -42,7 +45,7 @@ class LanguageModel(L.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.1)
 
 
-def main():
+def main(args):
     L.seed_everything(42)
 
     # Data
@@ -59,11 +62,15 @@ def main():
     model = LanguageModel(vocab_size=dataset.vocab_size)
 
     # Trainer
-    trainer = L.Trainer(gradient_clip_val=0.25, max_epochs=2)
+    trainer = L.Trainer(gradient_clip_val=0.25, max_epochs=2, accelerator="cpu", strategy=args.strategy,
+                        devices=args.devices)
     trainer.fit(model, train_dataloader, val_dataloader)
     trainer.test(model, test_dataloader)
     report(trainer, model)
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--strategy", default="auto")
+    parser.add_argument("--devices", default="auto")
+    main(parser.parse_args())

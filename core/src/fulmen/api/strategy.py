@@ -50,6 +50,13 @@ class Strategy(Named, ABC):
     fixed_accumulation: bool = False
     #: the module :meth:`connect` made this strategy's, until :meth:`setup_module` sets one up
     _connected_only: torch.nn.Module | None = None
+    #: Who re-seeds python, numpy and torch (:func:`fulmen.seed.reset_seed`: the seed
+    #: ``seed_everything`` last set) in every process just before this strategy's
+    #: ``setup_environment``, once per stage: ``"Trainer"`` and/or ``"Lite"``. Lightning's
+    #: strategies do it while joining the process group (the Trainer's ddp family, FSDP,
+    #: DeepSpeed and model parallel; Fabric's FSDP, DeepSpeed and model parallel), so random
+    #: draws made between ``seed_everything`` and ``fit`` do not change the run's numbers.
+    reseeds_at_setup: frozenset[str] = frozenset()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -8,6 +8,10 @@ processes it starts (DDP ranks, spawned workers, ``torchrun``) get the finder to
 environment variable :data:`ENV` and a ``sitecustomize`` that leads ``PYTHONPATH`` install it at
 their start. Nothing changes for Python programs started elsewhere, and an installed Lightning
 stays what ``import lightning`` gives them.
+
+The script also sees Lightning's look (:mod:`fulmen.look`: ``FULMEN_LOOK=lightning`` unless the
+environment sets it): logs under ``lightning_logs/``, Lightning's device lines instead of fulmen's
+run banner (``FULMEN_BANNER=1`` shows it), and errors naming ``LightningModule``, ``Fabric``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import runpy
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+from fulmen import look
 
 ENV = "FULMEN_LIGHTNING_NAMES"
 BOOT = Path(__file__).resolve().parent / "boot"
@@ -28,6 +34,8 @@ pytorch_lightning, lightning.fabric and lightning_fabric resolve to fulmen in th
 the processes it starts (DDP ranks, torchrun workers). Under torchrun:
     torchrun --nproc-per-node 2 -m fulmen run SCRIPT [ARGS...]
 A Lightning name without a fulmen counterpart is an ImportError naming it.
+The script sees Lightning's look: logs in lightning_logs/, Lightning's device lines and class
+names in errors; FULMEN_BANNER=1 adds fulmen's run banner, FULMEN_LOOK=fulmen keeps fulmen's look.
 `fulmen migrate SCRIPT` rewrites the script for plain `python` instead."""
 
 
@@ -36,6 +44,7 @@ def activate() -> None:
     from fulmen.dropin.finder import install
 
     os.environ[ENV] = "1"
+    os.environ.setdefault(look.LOOK, "lightning")
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if str(BOOT) not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([str(BOOT), *paths])
@@ -48,6 +57,10 @@ def main(argv: Sequence[str]) -> int:
     if not args or args[0] in ("-h", "--help"):
         print(USAGE, file=sys.stdout if args else sys.stderr)
         return 0 if args else 2
+    problem = look.check()
+    if problem is not None:
+        print(f"fulmen run: error: {problem}", file=sys.stderr)
+        return 2
     if args[0] == "-m":
         if len(args) < 2:
             print("fulmen run: error: -m needs a module name\n\n" + USAGE, file=sys.stderr)

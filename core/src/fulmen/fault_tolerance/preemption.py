@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from fulmen.api.notice import Notice, PreemptionNotice
 from fulmen.errors import ConfigurationError, FulmenError
 from fulmen.fault_tolerance.lost_work import Ledger, describe_preemption
+from fulmen.look import show_banner
 from fulmen.status import configure_logging
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ class Preemption:
         except BaseException:
             self.stop()
             raise
-        if self.watching and self.run.is_global_zero:
+        if self.watching and self.run.is_global_zero and show_banner():
             configure_logging().info("watching for stop notices: %s",
                                      "; ".join(s.describe() for s in self.watching))
 

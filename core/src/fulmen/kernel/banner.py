@@ -1,5 +1,8 @@
 """The run banner: what a run composed (each plugin and the distribution that provides it), logged
-by rank zero at the start of ``fit``/``validate``/``test``/``predict`` and ``Lite.launch``."""
+by rank zero at the start of ``fit``/``validate``/``test``/``predict``, unless
+:func:`fulmen.look.show_banner` says no (``FULMEN_BANNER=0``, or ``fulmen run``'s Lightning look
+without ``FULMEN_BANNER=1``). Under the Lightning look the Trainer prints Lightning's device lines
+instead (:func:`announce_devices`)."""
 
 from __future__ import annotations
 
@@ -60,6 +63,44 @@ def banner(run: ComposedRun, action: str, *, log_dir: str | None = None,
     seed = os.environ.get("FULMEN_GLOBAL_SEED")
     lines.append(f"  {'seed':<12} {seed if seed is not None else 'not set (seed_everything)'}")
     return "\n".join(lines)
+
+
+#: The device types Lightning's "GPU available" line counts, and its "TPU" line's.
+_GPU_TYPES, _TPU_TYPE = ("cuda", "mps"), "xla"
+
+
+def lightning_device_lines(run: ComposedRun) -> list[str]:
+    """Lightning's lines about the devices (``_log_device_info``), for ``run``: ``GPU available:
+    False, used: False`` and ``TPU available: False, using: 0 TPU cores``, from the registered
+    accelerators' ``is_available()``."""
+    from fulmen.api import Accelerator
+    from fulmen.kernel.manager import get_plugin_manager
+    from fulmen.kernel.records import AcceleratorSpec
+
+    available: dict[str, bool] = {}
+    for entry in get_plugin_manager().catalog().entries("accelerator"):
+        record = entry.record
+        if isinstance(record, AcceleratorSpec) and record.device_type in (*_GPU_TYPES, _TPU_TYPE) \
+                and not available.get(record.device_type) and not record.missing():
+            cls = record.load()
+            available[record.device_type] = issubclass(cls, Accelerator) and cls.is_available()
+    gpu = next((kind for kind in _GPU_TYPES if available.get(kind)), None)
+    used = run.accelerator.device_type
+    tpu_cores = run.num_devices if used == _TPU_TYPE else 0
+    return [f"GPU available: {gpu is not None}{f' ({gpu})' if gpu else ''}, "
+            f"used: {used in _GPU_TYPES}",
+            f"TPU available: {available.get(_TPU_TYPE, False)}, using: {tpu_cores} TPU cores"]
+
+
+def announce_devices(run: ComposedRun) -> None:
+    """Under the Lightning look, on global rank zero: :func:`lightning_device_lines` through
+    Lightning's logger, where and when Lightning's Trainer prints them (its construction)."""
+    from fulmen import look
+
+    if not look.lightning() or run.cluster_environment.global_rank() != 0:
+        return
+    for line in lightning_device_lines(run):
+        look.lightning_info(line)
 
 
 def _origins() -> dict[tuple[str, str], str]:

@@ -7,7 +7,7 @@ import io
 import os
 from typing import Any
 
-from fulmen import storage
+from fulmen import look, storage
 from fulmen.api.logger import RunRecord, rank_zero_experiment
 from fulmen.loggers.base import VersionedDir, VersionedLogger
 from fulmen.loggers.utils import flatten
@@ -18,11 +18,13 @@ class CSVLogger(VersionedLogger):
     metric; the header grows when new metrics appear) and ``hparams.yaml``. No dependencies.
     ``save_dir`` may be an fsspec URL: there ``metrics.csv`` is rewritten whole at each flush
     (object stores cannot append). ``prefix`` starts every metric name (``"<prefix>-<name>"``),
-    as in Lightning."""
+    as in Lightning. ``name`` defaults to ``fulmen_logs`` (``lightning_logs`` under ``fulmen
+    run``'s Lightning look, :mod:`fulmen.look`)."""
 
     LOGGER_JOIN_CHAR = "-"
 
-    def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str = "fulmen_logs",
+    def __init__(self, save_dir: str | os.PathLike[str] = ".",
+                 name: str = look.default_log_name(),  # lightning_logs under fulmen run
                  version: int | str | None = None, prefix: str = "",
                  flush_logs_every_n_steps: int = 100) -> None:
         self._dir = VersionedDir(save_dir, name, version)

@@ -6,7 +6,7 @@ import os
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from fulmen import storage
+from fulmen import look, storage
 from fulmen.api.logger import RunRecord
 from fulmen.errors import ConfigurationError
 from fulmen.loggers.base import VersionedDir, VersionedLogger
@@ -35,11 +35,13 @@ class TensorBoardLogger(VersionedLogger):
     ``example_input_array``) when fit starts; ``default_hp_metric`` logs ``hp_metric = -1``
     with hyper-parameters logged without metrics, so that TensorBoard's HPARAMS tab lists the
     run; ``prefix`` starts every metric name (``"<prefix>-<name>"``); ``sub_dir`` is a folder
-    inside the version's."""
+    inside the version's. ``name`` defaults to ``fulmen_logs`` (``lightning_logs`` under ``fulmen
+    run``'s Lightning look, :mod:`fulmen.look`)."""
 
     LOGGER_JOIN_CHAR = "-"
 
-    def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str = "fulmen_logs",
+    def __init__(self, save_dir: str | os.PathLike[str] = ".",
+                 name: str = look.default_log_name(),  # lightning_logs under fulmen run
                  version: int | str | None = None, log_graph: bool = False,
                  default_hp_metric: bool = True, prefix: str = "",
                  sub_dir: str | os.PathLike[str] | None = None, **writer_kwargs: Any) -> None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from fulmen import arguments, compiling, storage
 from fulmen.datamodule import DataModule
-from fulmen.errors import ConfigurationError
+from fulmen.errors import ConfigurationError, ConfigurationTypeError
 from fulmen.kernel.legacy import translate_flag
 from fulmen.module import Module
 from fulmen.trainer.data import check_limit
@@ -417,14 +417,14 @@ def check_call(trainer: LoopHost, model: Any, datamodule: Any, stage: str, *load
     """The model and data given to ``trainer.<stage>()``, checked (a compiled model is
     unwrapped, its compile options kept for the trainer)."""
     if model is None:
-        raise ConfigurationError(f"trainer.{stage}() needs a model: pass a fulmen.Module")
+        raise ConfigurationTypeError(f"trainer.{stage}() needs a model: pass a fulmen.Module")
     model, compiled = compiling.unwrap(model)  # torch.compile(model): compiled after set-up
     if compiled is not None and trainer.compile_options is None:
         trainer.compile_options = compiled
     if not isinstance(model, Module):
-        raise ConfigurationError(f"trainer.{stage}(model=...) got a {type(model).__name__}; "
-                                 "it takes a fulmen.Module (subclass fulmen.Module, or use "
-                                 "fulmen.Lite for a plain torch.nn.Module)")
+        raise ConfigurationTypeError(f"trainer.{stage}(model=...) got a {type(model).__name__}; "
+                                     "it takes a fulmen.Module (subclass fulmen.Module, or use "
+                                     "fulmen.Lite for a plain torch.nn.Module)")
     if datamodule is not None and not isinstance(datamodule, DataModule):
         raise ConfigurationError(f"trainer.{stage}(datamodule=...) got a "
                                  f"{type(datamodule).__name__}; it takes a fulmen.DataModule")

@@ -19,7 +19,9 @@ from fulmen.datamodule import DataModule
 from fulmen.errors import StageExit
 from fulmen.hang import HangDoctor
 from fulmen.kernel.banner import banner
+from fulmen.look import show_banner
 from fulmen.module import Module
+from fulmen.seed import reset_seed
 from fulmen.status import configure_logging
 from fulmen.trainer import config, default_callbacks, save_restore
 from fulmen.trainer.hooks import HookTable
@@ -73,6 +75,8 @@ def _run_stage(trainer: StageHost, doctor: HangDoctor, stage: str, model: Module
     hook_stage = {"validate": "validate"}.get(stage, stage)
     with hang.phase(f"strategy setup ({trainer.strategy.name}.setup_environment: the "
                     "process group)"):
+        if "Trainer" in trainer.strategy.reseeds_at_setup:
+            reset_seed()  # as Lightning's strategies do (Strategy.reseeds_at_setup)
         trainer.strategy.setup_environment()
     set_rank(trainer.global_rank)
     doctor.rank, doctor.world_size = trainer.global_rank, trainer.world_size
@@ -162,6 +166,8 @@ def _active_profiler(trainer: StageHost) -> profilers.Profiler | None:
 
 def _announce(trainer: StageHost, stage: str, ckpt_path: Any) -> None:
     """The run banner (rank 0): what was composed, where logs and checkpoints go."""
+    if not show_banner():  # FULMEN_BANNER; off under fulmen run's Lightning look (fulmen.look)
+        return
     checkpoint = trainer.checkpoint_callback
     progress = (f"epoch {trainer.current_epoch}, step {trainer.global_step}"
                 if ckpt_path is not None else None)

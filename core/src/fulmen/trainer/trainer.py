@@ -15,6 +15,7 @@ from fulmen.callbacks.base import Callback
 from fulmen.checkpoint import service
 from fulmen.datamodule import DataModule
 from fulmen.errors import FulmenError
+from fulmen.kernel.banner import announce_devices
 from fulmen.kernel.selection import select
 from fulmen.module import Module
 from fulmen.seed import configure_determinism
@@ -243,6 +244,7 @@ class Trainer(TrainerProperties):
         self.callbacks: list[Callback] = default_callbacks.default_callbacks(
             config.as_list(callbacks, Callback, "callbacks"), settings.enable_checkpointing,
             settings.enable_progress_bar, settings.enable_model_summary)
+        announce_devices(self)  # Lightning's "GPU available: ..." lines, under its look only
 
         # run state
         self.module: Module | None = None

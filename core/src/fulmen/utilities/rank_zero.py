@@ -20,6 +20,8 @@ from typing import Any
 
 from lightning_utilities.core.rank_zero import rank_zero_only
 
+from fulmen import look
+
 log = logging.getLogger("fulmen")
 if log.level == logging.NOTSET:  # as Lightning does: info messages show unless configured
     log.setLevel(logging.INFO)
@@ -83,7 +85,10 @@ def rank_zero_info(*args: Any, stacklevel: int = 4, **kwargs: Any) -> None:
 
 @rank_zero_only
 def rank_zero_warn(message: str | Warning, stacklevel: int = 4, **kwargs: Any) -> None:
-    """``warnings.warn`` on global rank 0 only."""
+    """``warnings.warn`` on global rank 0 only (with Lightning's class names under ``fulmen
+    run``: :func:`fulmen.look.display`)."""
+    if isinstance(message, str):
+        message = look.display(message)
     warnings.warn(message, stacklevel=stacklevel - 1, **kwargs)
 
 

@@ -76,6 +76,7 @@ class DeepSpeedStrategy(ParallelStrategy):
 
     shards_parameters = True
     fixed_accumulation = True  # gradient_accumulation_steps is in the engine config
+    reseeds_at_setup = frozenset({"Trainer", "Lite"})  # as Lightning's and Fabric's DeepSpeed
 
     name = RECORDS[0].name  # the plugin's base name, from its records
 

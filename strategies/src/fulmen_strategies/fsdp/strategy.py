@@ -52,6 +52,7 @@ HSDP_DIMS = ("replicate", "shard")
 
 class FSDPStrategy(ParallelStrategy):
     shards_parameters = True
+    reseeds_at_setup = frozenset({"Trainer", "Lite"})  # Lightning's and Fabric's FSDP both do
     name = SPEC.name  # the registered name, from the plugin's record
     def __init__(self, auto_wrap_policy: Iterable[type | str] | None = None,
                  cpu_offload: bool = False, reshard_after_forward: bool | None = None,

@@ -1,164 +1,59 @@
-"""``fulmen migrate PATH... [--diff] [--check]``: rewrite Lightning scripts to run on fulmen with
-plain ``python``, on libcst's concrete syntax tree (comments and layout are kept).
+"""The Python codemod of ``fulmen migrate``, on libcst's concrete syntax tree (comments and
+layout are kept): Lightning imports and the uses of the modules they bind, and the mechanical
+parts of Lightning's 1.x -> 2.x upgrade (:mod:`fulmen.dropin.migrate.upgrade`'s tables).
 
-What it rewrites:
+- ``from lightning.pytorch import LightningModule`` becomes ``from fulmen import Module as
+  LightningModule``; ``import lightning.pytorch as pl`` becomes ``import fulmen as pl`` and
+  ``pl.LightningModule`` becomes ``pl.Module`` (names from :mod:`fulmen.dropin.migrate.resolve`);
+- ``Trainer(gpus=2)`` -> ``Trainer(accelerator="gpu", devices=2)`` (and ``tpu_cores``,
+  ``num_processes``, renamed and re-valued flags), ``training_epoch_end(self, outputs)`` and its
+  validation/test forms -> ``on_*_epoch_end(self)`` with the step outputs kept by the module
+  (``on_*_batch_end`` appends them to ``self.<stage>_step_outputs``),
+  ``on_pretrain_routine_start/end`` -> ``on_fit_start``, ``Trainer.add_argparse_args(parser)`` /
+  ``Trainer.from_argparse_args(args)`` -> :mod:`fulmen.utilities.argparse`'s functions;
+- Lightning dotted paths in string literals (Hydra ``_target_``, ``class_path``):
+  :mod:`fulmen.dropin.migrate.python_targets`, run first (it keeps every line where it was, so
+  the notes of both passes give the original line numbers).
 
-- imports of ``lightning``, ``lightning.pytorch``, ``pytorch_lightning``, ``lightning.fabric``
-  and ``lightning_fabric`` (and their submodules) to the fulmen names that serve them under
-  ``fulmen run`` (:mod:`fulmen.dropin.names`): ``from lightning.pytorch import LightningModule``
-  becomes ``from fulmen import Module as LightningModule``; ``import lightning.pytorch as pl``
-  becomes ``import fulmen as pl`` and ``pl.LightningModule`` becomes ``pl.Module``;
-- the mechanical parts of Lightning's 1.x -> 2.x upgrade: ``Trainer(gpus=2)`` ->
-  ``Trainer(accelerator="gpu", devices=2)`` (and ``tpu_cores``, ``num_processes``, renamed and
-  re-valued flags), ``training_epoch_end(self, outputs)`` and its validation/test forms ->
-  ``on_*_epoch_end(self)`` with the step outputs kept by the module (``on_*_batch_end`` appends
-  them to ``self.<stage>_step_outputs``), ``on_pretrain_routine_start/end`` -> ``on_fit_start``,
-  ``Trainer.add_argparse_args(parser)`` / ``Trainer.from_argparse_args(args)`` ->
-  :mod:`fulmen.utilities.argparse`'s functions.
-
-What it cannot rewrite (a Lightning name without a fulmen counterpart, a removed flag that
-needs a decision) is listed as ``file:line: message`` and left as it was.
+What it cannot rewrite is listed as ``(line, message)`` and left as it was.
 """
 
 from __future__ import annotations
 
-import argparse
-import difflib
-import importlib
-import sys
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor
+from libcst.helpers import get_full_name_for_node
+from libcst.metadata import PositionProvider
+
 from fulmen.dropin import names
-
-try:
-    import libcst as cst
-    from libcst.codemod import CodemodContext
-    from libcst.codemod.visitors import AddImportsVisitor
-    from libcst.helpers import get_full_name_for_node
-    from libcst.metadata import PositionProvider
-except ImportError:  # pragma: no cover - libcst is an extra
-    cst = None  # type: ignore[assignment]
-
-# Lightning 1.x Trainer flags: renamed ones, and removed ones with what to do instead.
-RENAMED_FLAGS = {"replace_sampler_ddp": "use_distributed_sampler",
-                 "checkpoint_callback": "enable_checkpointing"}
-DEVICE_FLAGS = {"gpus": "gpu", "tpu_cores": "tpu", "num_processes": "cpu", "ipus": "ipu",
-                "hpus": "hpu"}
-STRATEGY_ACCELERATORS = {"ddp", "ddp_spawn", "ddp2", "dp", "ddp_sharded", "deepspeed", "horovod",
-                         "ddp_fork", "fsdp"}
-PRECISIONS = {"16": "16-mixed", "bf16": "bf16-mixed", "32": "32-true", "64": "64-true"}
-REMOVED_FLAGS = {
-    "resume_from_checkpoint": "pass the path to trainer.fit(ckpt_path=...)",
-    "auto_select_gpus": "use devices='auto' or lightning's find_usable_cuda_devices()",
-    "track_grad_norm": "log the gradient norms in on_before_optimizer_step",
-    "amp_backend": "precision='16-mixed' uses torch.autocast; apex is gone",
-    "amp_level": "precision='16-mixed' uses torch.autocast; apex is gone",
-    "auto_lr_find": "use fulmen.tuner.Tuner(trainer).lr_find(model)",
-    "auto_scale_batch_size": "use fulmen.tuner.Tuner(trainer).scale_batch_size(model)",
-    "progress_bar_refresh_rate": "use callbacks=[TQDMProgressBar(refresh_rate=...)]",
-    "weights_summary": "use callbacks=[ModelSummary(max_depth=...)] or enable_model_summary",
-    "flush_logs_every_n_steps": "pass flush_logs_every_n_steps to the logger",
-    "terminate_on_nan": "use detect_anomaly=True",
-    "prepare_data_per_node": "set prepare_data_per_node on the DataModule or Module",
-    "stochastic_weight_avg": "use callbacks=[StochasticWeightAveraging(...)]",
-    "move_metrics_to_cpu": "removed in Lightning 2.0",
-    "multiple_trainloader_mode": "wrap the loaders in CombinedLoader(mode=...)",
-    "process_position": "use callbacks=[TQDMProgressBar(process_position=...)]",
-    "truncated_bptt_steps": "split the sequence in training_step (manual optimization)",
-    "weights_save_path": "use ModelCheckpoint(dirpath=...)",
-    "log_gpu_memory": "use callbacks=[DeviceStatsMonitor()]",
-}
-EPOCH_END = {"training_epoch_end": "train", "validation_epoch_end": "validation",
-             "test_epoch_end": "test"}
-RENAMED_HOOKS = {"on_pretrain_routine_start": "on_fit_start",
-                 "on_pretrain_routine_end": "on_fit_start"}
-_STEP_END = ("removed in Lightning 2.0 (fulmen calls it under dp/ddp2 only): do the work at the "
-             "end of the step")
-REMOVED_HOOKS = {
-    "training_step_end": _STEP_END, "validation_step_end": _STEP_END,
-    "test_step_end": _STEP_END,
-    "on_epoch_start": "use on_train_epoch_start / on_validation_epoch_start",
-    "on_epoch_end": "use on_train_epoch_end / on_validation_epoch_end",
-    "on_batch_start": "use on_train_batch_start", "on_batch_end": "use on_train_batch_end",
-    "get_progress_bar_dict": "override the progress bar's get_metrics",
-}
+from fulmen.dropin.migrate.python_targets import TargetStrings
+from fulmen.dropin.migrate.resolve import module_counterpart, public_path, resolve
+from fulmen.dropin.migrate.result import Result
+from fulmen.dropin.migrate.upgrade import (
+    DEVICE_FLAGS,
+    EPOCH_END,
+    PRECISIONS,
+    REMOVED_FLAGS,
+    REMOVED_HOOKS,
+    RENAMED_FLAGS,
+    RENAMED_HOOKS,
+    STRATEGY_ACCELERATORS,
+)
 
 
-@dataclass
-class Result:
-    """One file's migration: the new source and what could not be migrated."""
-
-    path: Path
-    old: str
-    new: str
-    notes: list[tuple[int, str]] = field(default_factory=list)
-
-    @property
-    def changed(self) -> bool:
-        return self.old != self.new
-
-    def diff(self) -> str:
-        return "".join(difflib.unified_diff(self.old.splitlines(keepends=True),
-                                            self.new.splitlines(keepends=True),
-                                            f"a/{self.path}", f"b/{self.path}"))
-
-
-# ---------------------------------------------------------------------------- name resolution
-
-def _fulmen_exports() -> dict[str, str]:
-    import fulmen
-
-    return dict(fulmen._EXPORTS)
-
-
-def resolve(lightning_module: str, name: str) -> tuple[str, str] | None:
-    """The fulmen ``(module, attribute)`` serving ``lightning_module.name``, or None."""
-    module_map = names.lookup(lightning_module)
-    if module_map is None:
-        return None
-    target = module_map.names.get(name)
-    if target is not None:
-        module, _, attr = target.partition(":")
-        return module, attr
-    for source in module_map.sources:
-        if name in names.exports(importlib.import_module(source)):
-            return source, name
-    if name in module_map.shared:
-        module, _, attr = names.SHARED[name].partition(":")
-        return module, attr
-    return None
-
-
-_REACHABLE_SUBMODULES = ("callbacks", "loggers", "utilities")
-
-
-def public_path(module: str, attr: str) -> str | None:
-    """``attr``'s path from ``fulmen`` (``"Module"``, ``"callbacks.ModelCheckpoint"``) when it
-    is reachable by attribute access from ``import fulmen``; else None."""
-    exports = _fulmen_exports()
-    if attr in exports and (exports[attr] == module or module == "fulmen"):
-        return attr
-    if attr == "Lite" and module == "fulmen.lite":
-        return "Lite"
-    for sub in _REACHABLE_SUBMODULES:
-        package = f"fulmen.{sub}"
-        if attr in getattr(importlib.import_module(package), "__all__", ()) and (
-                module == package or module.startswith(package + ".")):
-            return f"{sub}.{attr}"
-    return None
-
-
-def module_counterpart(lightning_module: str) -> str | None:
-    """The fulmen module to bind where a script binds ``lightning_module`` itself."""
-    canonical = names.canonical(lightning_module)
-    if canonical in ("lightning", "lightning.pytorch", "lightning.fabric"):
-        return "fulmen"
-    module_map = names.MODULES.get(canonical or "")
-    if module_map is not None and len(module_map.sources) == 1 and not module_map.names:
-        return module_map.sources[0]
-    return None
+def migrate_source(source: str, path: Path = Path("<string>")) -> Result:
+    """Migrate one Python file's text; the result holds the new text and the notes."""
+    targets = TargetStrings()
+    module = cst.MetadataWrapper(cst.parse_module(source)).visit(targets)
+    context = CodemodContext()
+    migrator = _Migrator(context)
+    new_module = cst.MetadataWrapper(module).visit(migrator)
+    new_module = AddImportsVisitor(context).transform_module(new_module)
+    return Result(path, source, new_module.code, sorted(targets.notes + migrator.notes))
 
 
 def _dotted(text: str) -> cst.Attribute | cst.Name:
@@ -489,79 +384,3 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
     return isinstance(statement, cst.SimpleStatementLine) and isinstance(
         statement.body[0], cst.Expr) and isinstance(statement.body[0].value,
                                                     (cst.SimpleString, cst.ConcatenatedString))
-
-
-# ---------------------------------------------------------------------------- files and command
-
-def migrate_source(source: str, path: Path = Path("<string>")) -> Result:
-    """Migrate one file's text; the result holds the new text and the notes."""
-    if cst is None:
-        raise ImportError("fulmen migrate needs libcst: pip install 'fulmen[migrate]'")
-    module = cst.parse_module(source)
-    context = CodemodContext()
-    wrapper = cst.MetadataWrapper(module)
-    migrator = _Migrator(context)
-    new_module = wrapper.visit(migrator)
-    new_module = AddImportsVisitor(context).transform_module(new_module)
-    return Result(path, source, new_module.code, sorted(migrator.notes))
-
-
-def python_files(paths: Sequence[str]) -> Iterator[Path]:
-    for given in paths:
-        path = Path(given)
-        if path.is_dir():
-            yield from sorted(p for p in path.rglob("*.py") if ".venv" not in p.parts)
-        else:
-            yield path
-
-
-def main(argv: Sequence[str]) -> int:
-    """``fulmen migrate``: 0 when done (or nothing to change), 1 under ``--check`` when a file
-    would change, 2 for a bad command line or a file that does not parse."""
-    parser = argparse.ArgumentParser(
-        prog="fulmen migrate", description="Rewrite Lightning scripts to run on fulmen with "
-        "plain python: imports, and the mechanical parts of Lightning's 1.x -> 2.x upgrade. "
-        "What it cannot migrate is listed as file:line.")
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
-    parser.add_argument("--diff", action="store_true", help="print a unified diff, write nothing")
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 when a file would change")
-    try:
-        args = parser.parse_args(list(argv))
-    except SystemExit as stop:
-        return int(stop.code or 0)
-    if cst is None:
-        print("fulmen migrate: error: needs libcst: pip install 'fulmen[migrate]'",
-              file=sys.stderr)
-        return 2
-    missing = [p for p in args.paths if not Path(p).exists()]
-    if missing:
-        print(f"fulmen migrate: error: no such file or directory: {', '.join(missing)}",
-              file=sys.stderr)
-        return 2
-    changed, failed = [], False
-    for path in python_files(args.paths):
-        try:
-            result = migrate_source(path.read_text(), path)
-        except cst.ParserSyntaxError as exc:
-            print(f"{path}: cannot parse: {exc.message} (line {exc.raw_line})", file=sys.stderr)
-            failed = True
-            continue
-        for line, message in result.notes:
-            print(f"{path}:{line}: not migrated: {message}", file=sys.stderr)
-        if not result.changed:
-            continue
-        changed.append(path)
-        if args.diff:
-            sys.stdout.write(result.diff())
-        elif args.check:
-            print(f"would rewrite {path}")
-        else:
-            path.write_text(result.new)
-            print(f"rewrote {path}")
-    if args.check or args.diff:
-        verb = "would rewrite" if args.check else "diff for"
-        print(f"{verb} {len(changed)} file(s)", file=sys.stderr)
-    if failed:
-        return 2
-    return 1 if args.check and changed else 0
