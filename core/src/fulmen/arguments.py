@@ -2,8 +2,8 @@
 value, say why it cannot work, say what would.
 
 ``suggest_unknown_keywords`` turns Python's bare ``TypeError: unexpected keyword argument`` into
-a ``ConfigurationError`` with a "did you mean"; the wrapped signature stays visible to
-``inspect`` (and so to the CLI).
+a ``ConfigurationTypeError`` (still a ``TypeError``, as Python's) with a "did you mean"; the
+wrapped signature stays visible to ``inspect`` (and so to the CLI).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from fulmen.errors import ConfigurationError
+from fulmen.errors import ConfigurationError, ConfigurationTypeError
 from fulmen.utilities.rank_zero import WarningCache
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -37,8 +37,9 @@ def suggest_unknown_keywords(owner: str) -> Callable[[F], F]:
                     close = difflib.get_close_matches(name, accepted, n=2)
                     hints.append(f"{name!r}" + (f" (did you mean {' or '.join(map(repr, close))}?)"
                                                 if close else ""))
-                raise ConfigurationError(f"{owner}() got unknown argument(s) {', '.join(hints)}; "
-                                         f"it takes: {', '.join(accepted)}")
+                raise ConfigurationTypeError(
+                    f"{owner}() got unknown argument(s) {', '.join(hints)}; "
+                    f"it takes: {', '.join(accepted)}")
             return init(self, *args, **kwargs)
 
         return checked  # type: ignore[return-value]

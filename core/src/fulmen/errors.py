@@ -33,6 +33,11 @@ class ConfigurationTypeError(ConfigurationError, TypeError):
     needed): also a ``TypeError``, which Lightning raises there."""
 
 
+class MissingMetricError(ConfigurationError, RuntimeError):
+    """A monitored metric was never logged (``EarlyStopping(strict=True)``): also a
+    ``RuntimeError``, which Lightning raises there."""
+
+
 class CallOrderError(FulmenError, RuntimeError):
     """A method was called before what it needs (``lite.backward`` before ``lite.setup``, a Lite
     method of a multi-process strategy before ``launch``): also a ``RuntimeError``, as Fabric

@@ -10,7 +10,7 @@ from fulmen.utilities.virtual_bases import AlsoMatches
 __all__ = ["Checkpoint"]
 
 
-class Checkpoint(Callback, metaclass=AlsoMatches):
+class Checkpoint(Callback, AlsoMatches):
     """The base class of model checkpointing callbacks."""
 
     __also__ = ("fulmen.callbacks.checkpoint:ModelCheckpoint",

@@ -11,7 +11,7 @@ import torch
 from fulmen import arguments
 from fulmen.callbacks import monitor as mon
 from fulmen.callbacks.base import Callback
-from fulmen.errors import ConfigurationError
+from fulmen.errors import ConfigurationError, MissingMetricError
 from fulmen.utilities.rank_zero import log, rank_prefixed_message, rank_zero_warn
 
 
@@ -145,7 +145,7 @@ class EarlyStopping(Callback):
             return True
         message = mon.missing_message("EarlyStopping", self.monitor, logs)
         if self.strict:
-            raise ConfigurationError(message + " (or pass strict=False to skip checks where "
+            raise MissingMetricError(message + " (or pass strict=False to skip checks where "
                                      "it is missing)")
         if self.verbose:
             rank_zero_warn(message, category=RuntimeWarning)

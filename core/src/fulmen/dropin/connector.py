@@ -75,6 +75,22 @@ class AcceleratorConnector:
             return "cuda"
         raise ConfigurationError("No supported gpu backend found!")
 
+    # Lightning's connector chooses these in its __init__; fulmen's selection chose them above.
+    # nequip (XPU support) wraps the two methods: a wrapper that falls back to the original
+    # gets fulmen's choice. fulmen's Trainer does not call them, so wrapping them changes
+    # nothing there (docs/migrating.md).
+    def _choose_strategy(self) -> Any:
+        """The strategy chosen for these arguments (Lightning's ``_choose_strategy``)."""
+        return self.strategy
+
+    def _check_and_init_precision(self) -> Any:
+        """The precision plugin chosen for these arguments."""
+        return self.precision_plugin
+
+    def _validate_precision_choice(self) -> None:
+        """Lightning checks the precision against the accelerator here; fulmen's selection
+        checked it when this connector was built (an invalid choice raised there)."""
+
     @property
     def is_distributed(self) -> bool:
         """Whether the selected strategy spans several processes."""

@@ -15,7 +15,7 @@ from fulmen.utilities.virtual_bases import AlsoMatches
 __all__ = ["CheckpointHooks", "DataHooks", "ModelHooks"]
 
 
-class ModelHooks(Hooks, metaclass=AlsoMatches):
+class ModelHooks(Hooks, AlsoMatches):
     """The model hooks of a ``LightningModule`` (``on_fit_start``... ``configure_model``)."""
 
     __also__ = ("fulmen.module:Module",)
@@ -42,7 +42,7 @@ class ModelHooks(Hooks, metaclass=AlsoMatches):
         """Deprecated in Lightning: ``configure_model``."""
 
 
-class DataHooks(metaclass=AlsoMatches):
+class DataHooks(AlsoMatches):
     """The data hooks of a ``LightningModule`` or ``LightningDataModule``."""
 
     __also__ = ("fulmen.module:Module", "fulmen.datamodule:DataModule")
@@ -91,7 +91,7 @@ class DataHooks(metaclass=AlsoMatches):
         return batch
 
 
-class CheckpointHooks(metaclass=AlsoMatches):
+class CheckpointHooks(AlsoMatches):
     """``on_save_checkpoint`` / ``on_load_checkpoint`` of a ``LightningModule``."""
 
     __also__ = ("fulmen.module:Module",)

@@ -25,7 +25,7 @@ __all__ = ["HyperparametersMixin", "save_hyperparameters"]
 _PRIMITIVE_TYPES = (bool, int, float, str)
 
 
-class HyperparametersMixin(metaclass=AlsoMatches):
+class HyperparametersMixin(AlsoMatches):
     """Inherit it and call ``self.save_hyperparameters()`` in ``__init__``."""
 
     __also__ = ("fulmen.hparams:HasHyperparameters",)
