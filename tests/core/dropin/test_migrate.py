@@ -319,14 +319,14 @@ def test_yaml_target_without_counterpart_is_listed() -> None:
     from fulmen.dropin.migrate import migrate_yaml
 
     text = ("callbacks:\n"
-            "  - _target_: lightning.pytorch.callbacks.ModelPruning\n"
+            "  - _target_: lightning.pytorch.callbacks.NotALightningName\n"
             "    amount: 0.5\n"
             "  - class_path: pytorch_lightning.callbacks.EarlyStopping\n"
             "name: lightning.pytorch.Trainer  # not a target key: left alone\n")
     result = migrate_yaml(text)
     assert result.new == text.replace("pytorch_lightning.callbacks.EarlyStopping",
                                       "fulmen.callbacks.EarlyStopping")
-    assert result.notes == [(2, "lightning.pytorch.callbacks.ModelPruning has no fulmen "
+    assert result.notes == [(2, "lightning.pytorch.callbacks.NotALightningName has no fulmen "
                                 "counterpart; left as it was")]
 
 
@@ -361,14 +361,14 @@ def test_python_strings_with_targets() -> None:
         trainer = instantiate({"_target_": "pytorch_lightning.Trainer", "max_epochs": 1})
         early = dict(_target_='lightning.pytorch.callbacks.EarlyStopping', monitor="val_loss")
         cls = get_class("lightning.pytorch.loggers.CSVLogger")
-        pruning = {"_target_": "lightning.pytorch.callbacks.ModelPruning"}
+        pruning = {"_target_": "lightning.pytorch.callbacks.NotALightningName"}
         config = OmegaConf.create("""
         model:
           _target_: mypackage.Model
         logger:
           _target_: lightning.pytorch.loggers.TensorBoardLogger
         cb:
-          class_path: lightning.pytorch.callbacks.ModelPruning
+          class_path: lightning.pytorch.callbacks.NotALightningName
         """)
         print("pytorch_lightning.trainer", r"lightning.Trainer")
         ''')
@@ -378,9 +378,9 @@ def test_python_strings_with_targets() -> None:
         "lightning.pytorch.loggers.CSVLogger", "fulmen.loggers.CSVLogger").replace(
         "lightning.pytorch.loggers.TensorBoardLogger", "fulmen.loggers.TensorBoardLogger").replace(
         'r"lightning.Trainer"', 'r"fulmen.Trainer"')
-    assert result.notes == [
-        (7, "lightning.pytorch.callbacks.ModelPruning has no fulmen counterpart; left as it was"),
-        (14, "lightning.pytorch.callbacks.ModelPruning has no fulmen counterpart; left as it was")]
+    missing = ("lightning.pytorch.callbacks.NotALightningName has no fulmen counterpart; "
+               "left as it was")
+    assert result.notes == [(7, missing), (14, missing)]
 
 
 def test_migrated_hydra_project_runs_on_fulmen(tmp_path: Path) -> None:
