@@ -4,7 +4,7 @@ Each file of a real checkpoint directory (model states, optimizer states, fulmen
 ``latest``) is replaced by a pickle whose ``__reduce__`` would create a marker file, both as a
 ``torch.save`` zip and as a bare pickle. ``Trainer(strategy="deepspeed").test(ckpt_path=dir)``
 (and ``fit``, where DeepSpeed's engine reads the shards) and
-``fulmen_deepspeed.consolidate(dir)`` must refuse every one, naming the file, and the
+``fulmen_deepspeed.consolidation(dir)`` must refuse every one, naming the file, and the
 marker must never appear. The untouched directory still loads.
 """
 
@@ -194,7 +194,7 @@ class Opaque:
 
 
 def test_a_caller_who_trusts_the_directory_can_opt_in(good: Path, tmp_path: Path) -> None:
-    from fulmen_deepspeed.consolidate import fp32_state_dict
+    from fulmen_deepspeed.consolidation import fp32_state_dict
 
     odd = tmp_path / "odd.ckpt"
     shutil.copytree(good, odd)

@@ -18,7 +18,7 @@ def ds_checkpoint_dir(checkpoint_dir: str | Path, tag: str | None = None) -> str
     """The folder of ``tag`` in a DeepSpeed checkpoint directory (the one its ``latest`` file
     names, or fulmen's, when no tag is given)."""
     if tag is None:
-        from fulmen_deepspeed.consolidate import checkpoint_tag
+        from fulmen_deepspeed.consolidation import checkpoint_tag
 
         try:
             tag = checkpoint_tag(Path(checkpoint_dir))
@@ -38,7 +38,7 @@ def convert_zero_checkpoint_to_fp32_state_dict(checkpoint_dir: str | Path,
     saved beside them, as one checkpoint file ``output_file``; returns what was written."""
     import torch
 
-    from fulmen_deepspeed.consolidate import META, checkpoint_tag, fp32_state_dict, read_meta
+    from fulmen_deepspeed.consolidation import META, checkpoint_tag, fp32_state_dict, read_meta
 
     root = Path(checkpoint_dir)
     if tag is not None and tag != checkpoint_tag(root):

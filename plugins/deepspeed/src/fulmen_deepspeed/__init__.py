@@ -8,7 +8,7 @@ from fulmen.lazy import lazy_exports
 _EXPORTS = {
     "DeepSpeedStrategy": "fulmen_deepspeed.strategy",
     "DeepSpeedConfig": "fulmen_deepspeed.config",
-    "consolidate": "fulmen_deepspeed.consolidate",
+    "consolidate": "fulmen_deepspeed.consolidation",
 }
 __all__ = list(_EXPORTS)
 

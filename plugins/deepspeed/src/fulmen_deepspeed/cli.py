@@ -18,7 +18,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     merge.add_argument("out", metavar="OUT.pt")
     args = parser.parse_args(argv)
     from fulmen import ConfigurationError
-    from fulmen_deepspeed.consolidate import consolidate
+    from fulmen_deepspeed.consolidation import consolidate
 
     try:
         state = consolidate(args.ckpt_dir, args.out)

@@ -8,7 +8,7 @@ as fulmen's canonical file: the fp32 master weights and the optimizer state asse
 rank's ZeRO partition, keyed by parameter names, so any strategy at any world size resumes from
 it, and a DeepSpeed run resumes from any strategy's checkpoint (imported into the partitions).
 Directories written by older versions through the engine are still read
-(:func:`fulmen_deepspeed.consolidate` turns one into a single fp32 state dict).
+(:func:`fulmen_deepspeed.consolidation` turns one into a single fp32 state dict).
 
 On a CPU the strategy selects DeepSpeed's CPU accelerator (``DS_ACCELERATOR=cpu``) with gloo;
 the first run compiles a small communication op (a C++ compiler is needed once).
@@ -433,7 +433,7 @@ class DeepSpeedStrategy(ParallelStrategy):
         such a directory (canonical checkpoints are read by the service itself)."""
         if not ((target / META).is_file() and (target / TAG).is_dir()):
             return None
-        from fulmen_deepspeed.consolidate import deepspeed_reads, read_meta
+        from fulmen_deepspeed.consolidation import deepspeed_reads, read_meta
 
         trusted = not weights_only  # then DeepSpeed reads the files as it likes
         with deepspeed_reads(target, TAG, trusted):
@@ -443,7 +443,7 @@ class DeepSpeedStrategy(ParallelStrategy):
                                 trusted: bool) -> dict[str, Any]:
         info = meta.pop("fulmen_deepspeed")
         if self.engine is None:  # no optimizer here (test, predict): the fp32 weights will do
-            from fulmen_deepspeed.consolidate import fp32_state_dict
+            from fulmen_deepspeed.consolidation import fp32_state_dict
 
             weights = fp32_state_dict(target, trusted)
             meta.update({key: weights for key in info["modules"]})
